@@ -1,0 +1,202 @@
+//! Run-time configuration: what the decorator rewrites, and when.
+//!
+//! The effective configuration is, in order of precedence:
+//! 1. the innermost [`with_config`] scope active on the current thread (tests, benchmarks);
+//! 2. the process configuration set by [`set_config`];
+//! 3. the environment variable `BURN_DETERMINISTIC_CONFIG`, read once: inline JSON (starting
+//!    with `{`) or the path of a JSON file;
+//! 4. [`DeterministicConfig::default`].
+//!
+//! ```json
+//! {"policy": "auto", "modes": {"nearest": false, "bilinear": true, "bicubic": true, "lanczos3": true},
+//!  "max_weight_bytes": 268435456}
+//! ```
+
+use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::sync::RwLock;
+
+/// Name of the environment variable read when no process configuration was set.
+pub const CONFIG_ENV_VAR: &str = "BURN_DETERMINISTIC_CONFIG";
+
+/// When the forward pass is computed with matmuls instead of `B::interpolate`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RewritePolicy {
+    /// Matmul forward on accelerator devices, or whenever the inner backend records gradients
+    /// (`B::ad_enabled`, the `DeterministicBackend<Autodiff<_>>` layering, where autodiff can
+    /// only differentiate what is built from its own ops). Native forward on CPU devices
+    /// otherwise, byte-identical to `B`. The backward is always the matmul adjoint.
+    #[default]
+    Auto,
+    /// Matmul forward and backward on every device.
+    Always,
+    /// No rewriting at all: exactly the inner backend, forward and backward (which panics for
+    /// bilinear, bicubic and lanczos3 on most Burn 0.21 backends).
+    Never,
+}
+
+/// Which interpolation modes the decorator takes over. A mode left out goes to `B` untouched,
+/// forward and backward.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModeSet {
+    /// Off by default: Burn's nearest backward already exists on every backend and is a
+    /// deterministic gather, and its forward is a cheap copy.
+    pub nearest: bool,
+    pub bilinear: bool,
+    pub bicubic: bool,
+    pub lanczos3: bool,
+}
+
+impl Default for ModeSet {
+    fn default() -> Self {
+        Self {
+            nearest: false,
+            bilinear: true,
+            bicubic: true,
+            lanczos3: true,
+        }
+    }
+}
+
+impl ModeSet {
+    /// All four modes.
+    pub fn all() -> Self {
+        Self {
+            nearest: true,
+            bilinear: true,
+            bicubic: true,
+            lanczos3: true,
+        }
+    }
+
+    /// Whether `mode` is taken over.
+    pub fn contains(&self, mode: &burn_backend::ops::InterpolateMode) -> bool {
+        use burn_backend::ops::InterpolateMode::*;
+        match mode {
+            Nearest => self.nearest,
+            Bilinear => self.bilinear,
+            Bicubic => self.bicubic,
+            Lanczos3 => self.lanczos3,
+        }
+    }
+}
+
+/// The decorator's configuration. Serializable, so it can live in a training config file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeterministicConfig {
+    pub policy: RewritePolicy,
+    pub modes: ModeSet,
+    /// Largest dense per-axis weight matrix (`out × in` elements of the input's dtype), in
+    /// bytes. A resize that needs more is refused with [`crate::ResizeError::WeightsTooLarge`]
+    /// before any kernel runs. Default 256 MiB (an 8192 → 8192 axis in f32).
+    pub max_weight_bytes: u64,
+}
+
+impl Default for DeterministicConfig {
+    fn default() -> Self {
+        Self {
+            policy: RewritePolicy::Auto,
+            modes: ModeSet::default(),
+            max_weight_bytes: 256 << 20,
+        }
+    }
+}
+
+/// A configuration that could not be read.
+#[derive(Debug)]
+pub struct ConfigError(String);
+
+impl core::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl DeterministicConfig {
+    /// Parses a JSON configuration; unknown fields are an error, missing ones take defaults.
+    pub fn from_json(json: &str) -> Result<Self, ConfigError> {
+        serde_json::from_str(json)
+            .map_err(|e| ConfigError(format!("invalid burn-deterministic config: {e}")))
+    }
+
+    /// Reads a JSON configuration file.
+    pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Self, ConfigError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigError(format!(
+                "cannot read burn-deterministic config {}: {e}",
+                path.display()
+            ))
+        })?;
+        Self::from_json(&text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+    }
+
+    /// The configuration named by `BURN_DETERMINISTIC_CONFIG` (inline JSON or a file path), or
+    /// `None` when the variable is unset.
+    pub fn from_env() -> Result<Option<Self>, ConfigError> {
+        match std::env::var(CONFIG_ENV_VAR) {
+            Err(_) => Ok(None),
+            Ok(value) if value.trim_start().starts_with('{') => Self::from_json(&value)
+                .map(Some)
+                .map_err(|e| ConfigError(format!("{CONFIG_ENV_VAR}: {e}"))),
+            Ok(path) => Self::from_file(path.trim()).map(Some),
+        }
+    }
+}
+
+static PROCESS_CONFIG: RwLock<Option<DeterministicConfig>> = RwLock::new(None);
+
+thread_local! {
+    static SCOPED: RefCell<Vec<DeterministicConfig>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Sets the configuration for the whole process (threads without a [`with_config`] scope).
+pub fn set_config(config: DeterministicConfig) {
+    *PROCESS_CONFIG.write().unwrap_or_else(|e| e.into_inner()) = Some(config);
+}
+
+/// The configuration in effect on this thread.
+///
+/// # Panics
+/// When `BURN_DETERMINISTIC_CONFIG` is set but invalid: silently ignoring a configuration the
+/// user asked for would change behaviour without notice.
+pub fn current() -> DeterministicConfig {
+    if let Some(scoped) = SCOPED.with(|s| s.borrow().last().cloned()) {
+        return scoped;
+    }
+    if let Some(config) = PROCESS_CONFIG
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+    {
+        return config;
+    }
+    let mut process = PROCESS_CONFIG.write().unwrap_or_else(|e| e.into_inner());
+    let config = match DeterministicConfig::from_env() {
+        Ok(found) => found.unwrap_or_default(),
+        Err(e) => panic!("{e}"),
+    };
+    process.get_or_insert(config).clone()
+}
+
+/// Runs `f` with `config` in effect on the current thread, restoring the previous one after,
+/// also when `f` panics. Scopes nest.
+///
+/// Autodiff runs the backward pass on the thread that calls `backward()`, so a scope around
+/// both forward and `backward()` covers both.
+pub fn with_config<R>(config: DeterministicConfig, f: impl FnOnce() -> R) -> R {
+    struct Pop;
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            SCOPED.with(|s| s.borrow_mut().pop());
+        }
+    }
+    SCOPED.with(|s| s.borrow_mut().push(config));
+    let _pop = Pop;
+    f()
+}

@@ -1,0 +1,70 @@
+use burn_backend::DType;
+use core::fmt;
+
+/// Why a resize cannot be served. The backend ops cannot return errors, so the decorator panics
+/// with this message at its entry, before any kernel runs; [`crate::resize::check_resize`] returns
+/// it as a value for callers that want to check first.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResizeError {
+    /// `interpolate` works on `[batch, channels, height, width]`.
+    NotFourDimensional { shape: Vec<usize> },
+    /// An input dimension is zero.
+    EmptyInput { shape: Vec<usize> },
+    /// A requested output size is zero.
+    EmptyOutput { output_size: [usize; 2] },
+    /// The upstream gradient does not have the forward output's shape.
+    GradientShape {
+        expected: Vec<usize>,
+        found: Vec<usize>,
+    },
+    /// The tensor's dtype is not a float dtype the inner backend supports.
+    UnsupportedDtype { dtype: DType, backend: String },
+    /// One axis' dense weight matrix would exceed `DeterministicConfig::max_weight_bytes`.
+    WeightsTooLarge {
+        axis: &'static str,
+        input: usize,
+        output: usize,
+        bytes: u64,
+        limit: u64,
+    },
+}
+
+impl fmt::Display for ResizeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "burn-deterministic interpolate: ")?;
+        match self {
+            Self::NotFourDimensional { shape } => write!(
+                f,
+                "input must be 4-D [batch, channels, height, width], got shape {shape:?}"
+            ),
+            Self::EmptyInput { shape } => {
+                write!(f, "input has a zero-sized dimension: shape {shape:?}")
+            }
+            Self::EmptyOutput { output_size } => write!(
+                f,
+                "output size must be non-zero in both axes, got {output_size:?}"
+            ),
+            Self::GradientShape { expected, found } => write!(
+                f,
+                "upstream gradient has shape {found:?}, expected the output shape {expected:?}"
+            ),
+            Self::UnsupportedDtype { dtype, backend } => write!(
+                f,
+                "dtype {dtype:?} is not a float dtype that backend {backend} supports"
+            ),
+            Self::WeightsTooLarge {
+                axis,
+                input,
+                output,
+                bytes,
+                limit,
+            } => write!(
+                f,
+                "the {axis} weight matrix {output}x{input} needs {bytes} bytes, over the limit of \
+                 {limit} bytes (DeterministicConfig::max_weight_bytes)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ResizeError {}

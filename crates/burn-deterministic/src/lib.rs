@@ -1,0 +1,29 @@
+//! # burn-deterministic
+//!
+//! [`DeterministicBackend<B>`] wraps any Burn backend `B`, forwards every operation to `B`
+//! unchanged, and takes over only 2-D `interpolate` and its backward.
+//!
+//! A 2-D resize is separable: per axis it is a linear map, so `y = Wh · x · Wwᵀ` with
+//! `Wh: [out_h, in_h]` and `Ww: [out_w, in_w]`. The decorator reads those matrices off `B`'s own
+//! forward kernel (by resizing an identity), computes the forward as two matmuls of `B` on
+//! accelerator devices, and the backward as the exact adjoint `dx = Whᵀ · g · Ww` everywhere.
+//! Matmuls use no atomics, so the gradient is bit-for-bit reproducible, and it exists for
+//! bilinear, bicubic and lanczos3, whose native backward panics on most Burn 0.21 backends.
+//!
+//! ```rust,ignore
+//! type Train = burn::backend::Autodiff<burn_deterministic::DeterministicBackend<burn::backend::Wgpu>>;
+//! ```
+//!
+//! What is rewritten, and when, is set by [`DeterministicConfig`] (see [`config`]).
+
+mod backend;
+pub mod config;
+mod device;
+mod error;
+mod ops;
+pub mod resize;
+
+pub use backend::DeterministicBackend;
+pub use config::{with_config, DeterministicConfig, ModeSet, RewritePolicy};
+pub use device::{DeviceClass, DeviceKind};
+pub use error::ResizeError;

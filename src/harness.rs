@@ -1,0 +1,91 @@
+//! Small helpers to run one resize on any backend and read the result back as f64.
+
+use burn::tensor::backend::{AutodiffBackend, Backend};
+use burn::tensor::module::interpolate;
+use burn::tensor::ops::InterpolateOptions;
+use burn::tensor::{DType, Tensor, TensorData};
+
+/// One resize problem: `x` (row-major NCHW values) resized to `output_size`.
+#[derive(Debug, Clone)]
+pub struct Resize<'a> {
+    pub x: &'a [f64],
+    pub shape: [usize; 4],
+    pub output_size: [usize; 2],
+    pub options: InterpolateOptions,
+    pub dtype: DType,
+}
+
+impl Resize<'_> {
+    pub fn output_shape(&self) -> [usize; 4] {
+        [
+            self.shape[0],
+            self.shape[1],
+            self.output_size[0],
+            self.output_size[1],
+        ]
+    }
+
+    /// The forward output on `B`.
+    pub fn forward<B: Backend>(&self, device: &B::Device) -> TensorData {
+        let x: Tensor<B, 4> = tensor(self.x, self.shape, self.dtype, device);
+        interpolate(x, self.output_size, self.options.clone()).into_data()
+    }
+
+    /// `(y, dx)` on autodiff backend `B`, where `dx = ∂ sum(y · g)/∂x`.
+    pub fn forward_backward<B: AutodiffBackend>(
+        &self,
+        g: &[f64],
+        device: &B::Device,
+    ) -> (Vec<f64>, Vec<f64>) {
+        let (y, dx) = self.forward_backward_data::<B>(g, device);
+        (to_f64(y), to_f64(dx))
+    }
+
+    /// Like [`Self::forward_backward`], keeping the backend's own dtype (for bit comparisons).
+    pub fn forward_backward_data<B: AutodiffBackend>(
+        &self,
+        g: &[f64],
+        device: &B::Device,
+    ) -> (TensorData, TensorData) {
+        let x: Tensor<B, 4> = tensor(self.x, self.shape, self.dtype, device).require_grad();
+        let g: Tensor<B, 4> = tensor(g, self.output_shape(), self.dtype, device);
+        let y = interpolate(x.clone(), self.output_size, self.options.clone());
+        // Seeding backward with `y · g` (not its sum) gives dL/dy = g without a full reduction,
+        // whose float atomics on CubeCL would add run-to-run noise of their own.
+        let grads = (y.clone() * g).backward();
+        let dx = x.grad(&grads).expect("x has a gradient");
+        (y.into_data(), dx.into_data())
+    }
+}
+
+/// A tensor of `dtype` on `device` from f64 values.
+pub fn tensor<B: Backend, const D: usize>(
+    values: &[f64],
+    shape: [usize; D],
+    dtype: DType,
+    device: &B::Device,
+) -> Tensor<B, D> {
+    let data = TensorData::new(values.to_vec(), shape).convert_dtype(dtype);
+    Tensor::from_data(data, (device, dtype))
+}
+
+/// Tensor data as f64 values.
+pub fn to_f64(data: TensorData) -> Vec<f64> {
+    data.convert::<f64>().to_vec::<f64>().expect("float data")
+}
+
+/// `n` reproducible values, uniform in `[-1, 1)`, from `seed` (SplitMix64: no dependency on any
+/// backend's random generator, so every backend sees the same input).
+pub fn uniform(seed: u64, n: usize) -> Vec<f64> {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            (z >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        })
+        .collect()
+}

@@ -1,0 +1,128 @@
+//! Determinism is the product promise: forward + backward through the decorator, run twice in
+//! this process and once in each of two child processes, gives the same bits, on every backend
+//! the tests can reach.
+
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
+use burn::tensor::DType;
+use burn_deterministic_suite::harness::{uniform, Resize};
+use burn_deterministic_suite::metrics::sha256_hex;
+
+/// SHA-256 over the bits of `y` and `dx` for several modes, sizes and batch layouts.
+fn fingerprint<B: AutodiffBackend>(device: &B::Device) -> String {
+    let problems = [
+        ([2, 3, 24, 32], [61, 45], InterpolateMode::Bilinear, false),
+        ([2, 3, 24, 32], [61, 45], InterpolateMode::Bilinear, true),
+        ([1, 4, 40, 30], [17, 64], InterpolateMode::Bicubic, false),
+        ([3, 2, 16, 16], [48, 48], InterpolateMode::Lanczos3, true),
+        ([4, 19, 16, 16], [64, 64], InterpolateMode::Bilinear, false),
+    ];
+    let mut bytes = Vec::new();
+    for (i, (shape, output_size, mode, align_corners)) in problems.into_iter().enumerate() {
+        let x = uniform(300 + i as u64, shape.iter().product());
+        let problem = Resize {
+            x: &x,
+            shape,
+            output_size,
+            options: InterpolateOptions::new(mode).with_align_corners(align_corners),
+            dtype: DType::F32,
+        };
+        let g = uniform(400 + i as u64, problem.output_shape().iter().product());
+        let (y, dx) = problem.forward_backward_data::<B>(&g, device);
+        bytes.extend_from_slice(y.as_bytes());
+        bytes.extend_from_slice(dx.as_bytes());
+    }
+    sha256_hex(&bytes)
+}
+
+const CHILD_ENV: &str = "BD_FINGERPRINT_BACKEND";
+
+/// Runs this test binary's `child_prints_fingerprint` for `backend` in a new process.
+fn fingerprint_in_child(backend: &str) -> String {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_prints_fingerprint",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, backend)
+        .output()
+        .expect("child test process starts");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "child failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .find_map(|l| l.split_once("FINGERPRINT=").map(|(_, hash)| hash.trim()))
+        .unwrap_or_else(|| panic!("no fingerprint in child output:\n{stdout}"))
+        .to_string()
+}
+
+fn fingerprint_of(backend: &str) -> Option<String> {
+    match backend {
+        #[cfg(feature = "ndarray")]
+        "ndarray" => {
+            use burn::backend::ndarray::{NdArray, NdArrayDevice};
+            type Train = burn::backend::Autodiff<burn_deterministic::DeterministicBackend<NdArray>>;
+            Some(fingerprint::<Train>(&NdArrayDevice::Cpu))
+        }
+        #[cfg(feature = "flex")]
+        "flex" => {
+            use burn::backend::flex::{Flex, FlexDevice};
+            type Train = burn::backend::Autodiff<burn_deterministic::DeterministicBackend<Flex>>;
+            Some(fingerprint::<Train>(&FlexDevice))
+        }
+        #[cfg(feature = "wgpu")]
+        "wgpu" => {
+            use burn::backend::Wgpu;
+            type Train = burn::backend::Autodiff<burn_deterministic::DeterministicBackend<Wgpu>>;
+            let device = burn_deterministic_suite::wgpu_setup::vulkan_device()?;
+            Some(fingerprint::<Train>(&device))
+        }
+        other => panic!("backend {other} is not enabled in this build"),
+    }
+}
+
+/// Helper run by the parent tests in a fresh process; ignored in normal runs.
+#[test]
+#[ignore = "run as a child process by the determinism tests"]
+fn child_prints_fingerprint() {
+    let backend = std::env::var(CHILD_ENV).expect("run by the determinism tests");
+    let hash = fingerprint_of(&backend).expect("backend available in the child");
+    println!("\nFINGERPRINT={hash}");
+}
+
+fn twice_and_in_two_processes(backend: &str) {
+    let Some(first) = fingerprint_of(backend) else {
+        return;
+    };
+    let second = fingerprint_of(backend).unwrap();
+    assert_eq!(first, second, "{backend}: two runs in one process differ");
+    let children = [fingerprint_in_child(backend), fingerprint_in_child(backend)];
+    assert_eq!(children[0], first, "{backend}: child process 1 differs");
+    assert_eq!(children[1], first, "{backend}: child process 2 differs");
+    eprintln!("{backend}: 4 runs, 2 processes, fingerprint {first}");
+}
+
+#[cfg(feature = "ndarray")]
+#[test]
+fn ndarray_forward_backward_is_bit_reproducible() {
+    twice_and_in_two_processes("ndarray");
+}
+
+#[cfg(feature = "flex")]
+#[test]
+fn flex_forward_backward_is_bit_reproducible() {
+    twice_and_in_two_processes("flex");
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn wgpu_forward_backward_is_bit_reproducible() {
+    twice_and_in_two_processes("wgpu");
+}

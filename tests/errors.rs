@@ -1,0 +1,97 @@
+//! Bad input fails at the decorator's entry with a message naming the problem, before any
+//! kernel runs.
+#![cfg(feature = "ndarray")]
+
+use burn::backend::ndarray::{NdArray, NdArrayDevice};
+use burn::tensor::module::interpolate;
+use burn::tensor::ops::{InterpolateMode, InterpolateOptions, ModuleOps};
+use burn::tensor::Tensor;
+use burn_deterministic::resize::check_resize;
+use burn_deterministic::{with_config, DeterministicBackend, DeterministicConfig, ResizeError};
+
+type B = DeterministicBackend<NdArray>;
+
+fn bilinear() -> InterpolateOptions {
+    InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(false)
+}
+
+#[test]
+#[should_panic(
+    expected = "input must be 4-D [batch, channels, height, width], got shape [2, 3, 4]"
+)]
+fn three_dimensional_input_is_refused() {
+    let x = Tensor::<B, 3>::zeros([2, 3, 4], &NdArrayDevice::Cpu);
+    B::interpolate(x.into_primitive().tensor(), [8, 8], bilinear());
+}
+
+#[test]
+#[should_panic(expected = "input has a zero-sized dimension: shape [1, 1, 0, 4]")]
+fn zero_sized_input_is_refused() {
+    let x = Tensor::<B, 4>::zeros([1, 1, 0, 4], &NdArrayDevice::Cpu);
+    interpolate(x, [8, 8], bilinear());
+}
+
+#[test]
+#[should_panic(expected = "output size must be non-zero in both axes, got [0, 3]")]
+fn zero_output_size_is_refused() {
+    let x = Tensor::<B, 4>::zeros([1, 1, 4, 4], &NdArrayDevice::Cpu);
+    interpolate(x, [0, 3], bilinear());
+}
+
+#[test]
+#[should_panic(
+    expected = "upstream gradient has shape [1, 1, 7, 7], expected the output shape [1, 1, 8, 8]"
+)]
+fn gradient_of_the_wrong_shape_is_refused() {
+    let device = NdArrayDevice::Cpu;
+    let x = Tensor::<B, 4>::zeros([1, 1, 4, 4], &device);
+    let g = Tensor::<B, 4>::zeros([1, 1, 7, 7], &device);
+    B::interpolate_backward(
+        x.into_primitive().tensor(),
+        g.into_primitive().tensor(),
+        [8, 8],
+        bilinear(),
+    );
+}
+
+#[test]
+fn weights_over_the_memory_limit_are_refused_before_any_kernel() {
+    let config = DeterministicConfig {
+        max_weight_bytes: 1 << 12,
+        ..Default::default()
+    };
+    let x = Tensor::<B, 4>::zeros([1, 1, 16, 64], &NdArrayDevice::Cpu);
+    let err =
+        check_resize::<B>(&x.clone().into_primitive().tensor(), [32, 32], &config).unwrap_err();
+    assert_eq!(
+        err,
+        ResizeError::WeightsTooLarge {
+            axis: "width",
+            input: 64,
+            output: 32,
+            bytes: 64 * 64 * 4,
+            limit: 4096
+        }
+    );
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        with_config(config, || interpolate(x, [32, 32], bilinear()))
+    }))
+    .expect_err("the resize must be refused");
+    let message = panic.downcast_ref::<String>().expect("a formatted message");
+    assert!(
+        message.contains("the width weight matrix 32x64 needs 16384 bytes, over the limit of 4096"),
+        "{message}"
+    );
+}
+
+#[test]
+fn valid_input_passes_the_check() {
+    let x = Tensor::<B, 4>::zeros([2, 3, 5, 7], &NdArrayDevice::Cpu);
+    let dims = check_resize::<B>(
+        &x.into_primitive().tensor(),
+        [9, 2],
+        &DeterministicConfig::default(),
+    )
+    .unwrap();
+    assert_eq!(dims, [2, 3, 5, 7]);
+}

@@ -1,0 +1,128 @@
+//! PyTorch golden vectors (forward `y` and gradient `dx = ∂ sum(y·g)/∂x`), every case, through
+//! the decorator on each backend the tests can reach, in both layerings and under both the
+//! default configuration and `always` with every mode taken over.
+//!
+//! Error `|a − b| / (1 + |b|)`: f32 forward ≤ 1e-5, gradient ≤ 5e-5; f64 ≤ 1e-11.
+
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::DType;
+use burn_deterministic::{with_config, DeterministicConfig, ModeSet, RewritePolicy};
+use burn_deterministic_suite::golden::load_cases;
+use burn_deterministic_suite::metrics::max_scaled_error;
+
+fn configs() -> [(&'static str, DeterministicConfig); 2] {
+    let always = DeterministicConfig {
+        policy: RewritePolicy::Always,
+        modes: ModeSet::all(),
+        ..Default::default()
+    };
+    [
+        ("default", DeterministicConfig::default()),
+        ("always+all", always),
+    ]
+}
+
+fn check_golden<B: AutodiffBackend>(device: &B::Device, with_f64: bool) {
+    let cases = load_cases();
+    assert_eq!(cases.len(), 190, "golden set incomplete");
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for (label, config) in configs() {
+        let mut worst = [0.0f64; 4]; // f32 y, f32 dx, f64 y, f64 dx
+        with_config(config, || {
+            for case in &cases {
+                let is_f64 = case.dtype() == DType::F64;
+                if is_f64 && !with_f64 {
+                    continue;
+                }
+                let (y, dx) = case.run::<B>(device);
+                let (err_y, err_dx) = (
+                    max_scaled_error(&y, &case.y),
+                    max_scaled_error(&dx, &case.dx),
+                );
+                let (tol_y, tol_dx) = if is_f64 { (1e-11, 1e-11) } else { (1e-5, 5e-5) };
+                if !(err_y <= tol_y && err_dx <= tol_dx) {
+                    failures.push(format!(
+                        "{label} {}: y err {err_y:e}, dx err {err_dx:e}",
+                        case.name
+                    ));
+                }
+                let slot = if is_f64 { 2 } else { 0 };
+                worst[slot] = worst[slot].max(err_y);
+                worst[slot + 1] = worst[slot + 1].max(err_dx);
+                checked += 1;
+            }
+        });
+        eprintln!(
+            "{} [{label}]: worst f32 y {:.2e} dx {:.2e}; f64 y {:.2e} dx {:.2e}",
+            std::any::type_name::<B>(),
+            worst[0],
+            worst[1],
+            worst[2],
+            worst[3]
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} golden cases off:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert_eq!(checked, if with_f64 { 380 } else { 190 });
+}
+
+#[cfg(feature = "ndarray")]
+mod ndarray {
+    use super::*;
+    use burn::backend::ndarray::{NdArray, NdArrayDevice};
+    use burn::backend::Autodiff;
+    use burn_deterministic::DeterministicBackend;
+
+    #[test]
+    fn golden_decorator_inside_autodiff() {
+        check_golden::<Autodiff<DeterministicBackend<NdArray>>>(&NdArrayDevice::Cpu, true);
+    }
+
+    #[test]
+    fn golden_decorator_outside_autodiff() {
+        check_golden::<DeterministicBackend<Autodiff<NdArray>>>(&NdArrayDevice::Cpu, true);
+    }
+}
+
+#[cfg(feature = "flex")]
+mod flex {
+    use super::*;
+    use burn::backend::flex::{Flex, FlexDevice};
+    use burn::backend::Autodiff;
+    use burn_deterministic::DeterministicBackend;
+
+    #[test]
+    fn golden_flex_decorator_inside_autodiff() {
+        check_golden::<Autodiff<DeterministicBackend<Flex>>>(&FlexDevice, true);
+    }
+}
+
+#[cfg(feature = "wgpu")]
+mod wgpu {
+    use super::*;
+    use burn::backend::{Autodiff, Wgpu};
+    use burn_deterministic::DeterministicBackend;
+    use burn_deterministic_suite::wgpu_setup::vulkan_device;
+
+    /// WGSL has no f64: the f64 cases run on the CPU backends only.
+    #[test]
+    fn golden_wgpu_decorator_inside_autodiff() {
+        let Some(device) = vulkan_device() else {
+            return;
+        };
+        check_golden::<Autodiff<DeterministicBackend<Wgpu>>>(&device, false);
+    }
+
+    #[test]
+    fn golden_wgpu_decorator_outside_autodiff() {
+        let Some(device) = vulkan_device() else {
+            return;
+        };
+        check_golden::<DeterministicBackend<Autodiff<Wgpu>>>(&device, false);
+    }
+}

@@ -1,0 +1,232 @@
+//! Rewrite policy and configuration: `never` is exactly the inner backend, excluded modes go to
+//! the inner backend, scopes nest and unwind, the serde form is strict and documented.
+#![cfg(feature = "ndarray")]
+
+use burn::backend::ndarray::{NdArray, NdArrayDevice};
+use burn::backend::Autodiff;
+use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
+use burn::tensor::DType;
+use burn_deterministic::config::{self, set_config};
+use burn_deterministic::{
+    with_config, DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy,
+};
+use burn_deterministic_suite::harness::{uniform, Resize};
+
+fn problem(x: &[f64]) -> Resize<'_> {
+    Resize {
+        x,
+        shape: [1, 2, 6, 5],
+        output_size: [13, 9],
+        options: InterpolateOptions::new(InterpolateMode::Bicubic).with_align_corners(false),
+        dtype: DType::F32,
+    }
+}
+
+fn panic_message(result: std::thread::Result<impl Sized>) -> String {
+    let panic = result.err().expect("expected a panic");
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+#[test]
+fn plain_backend_panics_on_bicubic_backward_and_decorator_trains() {
+    let x = uniform(1, 60);
+    let g = uniform(2, 2 * 13 * 9);
+    let device = NdArrayDevice::Cpu;
+    let native =
+        std::panic::catch_unwind(|| problem(&x).forward_backward::<Autodiff<NdArray>>(&g, &device));
+    assert!(panic_message(native).contains("bicubic interpolation backward is not supported"));
+    let (_, dx) =
+        problem(&x).forward_backward::<Autodiff<DeterministicBackend<NdArray>>>(&g, &device);
+    assert!(dx.iter().all(|v| v.is_finite()) && dx.iter().any(|v| *v != 0.0));
+}
+
+#[test]
+fn never_is_exactly_the_inner_backend() {
+    let x = uniform(3, 60);
+    let g = uniform(4, 2 * 13 * 9);
+    let device = NdArrayDevice::Cpu;
+    let never = DeterministicConfig {
+        policy: RewritePolicy::Never,
+        ..Default::default()
+    };
+    with_config(never, || {
+        let native = problem(&x).forward::<NdArray>(&device);
+        let ours = problem(&x).forward::<DeterministicBackend<NdArray>>(&device);
+        assert_eq!(ours.as_bytes(), native.as_bytes());
+        // The scope covers `backward()` too: the native backward runs, and panics.
+        let result = std::panic::catch_unwind(|| {
+            problem(&x).forward_backward::<Autodiff<DeterministicBackend<NdArray>>>(&g, &device)
+        });
+        assert!(panic_message(result).contains("bicubic interpolation backward is not supported"));
+    });
+}
+
+#[test]
+fn a_mode_left_out_goes_to_the_inner_backend() {
+    let x = uniform(5, 60);
+    let g = uniform(6, 2 * 13 * 9);
+    let device = NdArrayDevice::Cpu;
+    let modes = ModeSet {
+        bicubic: false,
+        ..ModeSet::all()
+    };
+    let config = DeterministicConfig {
+        policy: RewritePolicy::Always,
+        modes,
+        ..Default::default()
+    };
+    with_config(config, || {
+        let result = std::panic::catch_unwind(|| {
+            problem(&x).forward_backward::<Autodiff<DeterministicBackend<NdArray>>>(&g, &device)
+        });
+        assert!(panic_message(result).contains("bicubic interpolation backward is not supported"));
+    });
+}
+
+#[test]
+fn outside_autodiff_the_forward_is_rewritten_even_on_cpu() {
+    // `DeterministicBackend<Autodiff<_>>`: the inner backend records gradients, so the forward
+    // must be matmuls (autodiff has no backward for the native bicubic); training works.
+    let x = uniform(7, 60);
+    let g = uniform(8, 2 * 13 * 9);
+    let device = NdArrayDevice::Cpu;
+    let (y, dx) =
+        problem(&x).forward_backward::<DeterministicBackend<Autodiff<NdArray>>>(&g, &device);
+    let (y_inside, dx_inside) =
+        problem(&x).forward_backward::<Autodiff<DeterministicBackend<NdArray>>>(&g, &device);
+    let close = |a: &[f64], b: &[f64]| {
+        a.iter()
+            .zip(b)
+            .all(|(a, b)| (a - b).abs() <= 1e-6 * (1.0 + b.abs()))
+    };
+    assert!(close(&y, &y_inside) && close(&dx, &dx_inside));
+    assert!(burn_deterministic::resize::rewrites_forward::<
+        Autodiff<NdArray>,
+    >(RewritePolicy::Auto, &device));
+    assert!(!burn_deterministic::resize::rewrites_forward::<NdArray>(
+        RewritePolicy::Auto,
+        &device
+    ));
+}
+
+#[test]
+fn scopes_nest_and_restore_after_a_panic() {
+    let outer = DeterministicConfig {
+        policy: RewritePolicy::Always,
+        ..Default::default()
+    };
+    let inner = DeterministicConfig {
+        policy: RewritePolicy::Never,
+        ..Default::default()
+    };
+    with_config(outer.clone(), || {
+        assert_eq!(config::current(), outer);
+        let result = std::panic::catch_unwind(|| {
+            with_config(inner.clone(), || {
+                assert_eq!(config::current(), inner);
+                panic!("boom");
+            })
+        });
+        assert!(result.is_err());
+        assert_eq!(config::current(), outer);
+    });
+}
+
+#[test]
+fn process_config_reaches_other_threads_and_scopes_win() {
+    let process = DeterministicConfig {
+        max_weight_bytes: 12345,
+        ..Default::default()
+    };
+    set_config(process.clone());
+    let seen = std::thread::spawn(config::current).join().unwrap();
+    assert_eq!(seen, process);
+    let scoped = DeterministicConfig {
+        max_weight_bytes: 7,
+        ..Default::default()
+    };
+    with_config(scoped.clone(), || assert_eq!(config::current(), scoped));
+    set_config(DeterministicConfig::default());
+}
+
+#[test]
+fn config_serde_is_strict_and_fills_defaults() {
+    let config =
+        DeterministicConfig::from_json(r#"{"policy": "always", "modes": {"nearest": true}}"#)
+            .unwrap();
+    assert_eq!(config.policy, RewritePolicy::Always);
+    assert!(config.modes.nearest && config.modes.bilinear && config.modes.bicubic);
+    assert_eq!(
+        config.max_weight_bytes,
+        DeterministicConfig::default().max_weight_bytes
+    );
+
+    let err = DeterministicConfig::from_json(r#"{"polcy": "never"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown field `polcy`"), "{err}");
+    let err = DeterministicConfig::from_json(r#"{"policy": "sometimes"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown variant `sometimes`"), "{err}");
+
+    let json = serde_json::to_string(&config).unwrap();
+    assert_eq!(DeterministicConfig::from_json(&json).unwrap(), config);
+
+    let path = std::env::temp_dir().join(format!(
+        "burn-deterministic-config-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&path, &json).unwrap();
+    assert_eq!(DeterministicConfig::from_file(&path).unwrap(), config);
+    std::fs::remove_file(&path).unwrap();
+    let err = DeterministicConfig::from_file(&path)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("cannot read burn-deterministic config"),
+        "{err}"
+    );
+}
+
+/// The environment variable is read in a child process, so this test's process stays clean.
+#[test]
+fn environment_variable_configures_the_process() {
+    if std::env::var("BD_ENV_CHILD").is_ok() {
+        let config = config::current();
+        println!(
+            "POLICY={:?} NEAREST={}",
+            config.policy, config.modes.nearest
+        );
+        return;
+    }
+    let run = |value: &str| {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "environment_variable_configures_the_process",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("BD_ENV_CHILD", "1")
+            .env(config::CONFIG_ENV_VAR, value)
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let (ok, out) = run(r#"{"policy": "never", "modes": {"nearest": true}}"#);
+    assert!(ok && out.contains("POLICY=Never NEAREST=true"), "{out}");
+    let (ok, out) = run(r#"{"policy": 3}"#);
+    assert!(
+        !ok && out.contains("BURN_DETERMINISTIC_CONFIG: invalid burn-deterministic config"),
+        "{out}"
+    );
+}
