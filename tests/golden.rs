@@ -10,6 +10,14 @@ use burn_deterministic::{with_config, DeterministicConfig, ModeSet, RewritePolic
 use burn_deterministic_suite::golden::load_cases;
 use burn_deterministic_suite::metrics::max_scaled_error;
 
+/// Full float64 precision (ndarray, flex).
+const F64_TOLERANCE: f64 = 1e-11;
+
+/// Burn's wgpu backend (WGSL) reports F64 as supported on llvmpipe, but computes it with f32
+/// precision (measured: 9.5e-6 forward, 4.2e-6 gradient): hold it to the f32 bound.
+#[allow(dead_code)]
+const WGSL_F64_TOLERANCE: f64 = 5e-5;
+
 fn configs() -> [(&'static str, DeterministicConfig); 2] {
     let always = DeterministicConfig {
         policy: RewritePolicy::Always,
@@ -22,7 +30,9 @@ fn configs() -> [(&'static str, DeterministicConfig); 2] {
     ]
 }
 
-fn check_golden<B: AutodiffBackend>(device: &B::Device, with_f64: bool) {
+fn check_golden<B: AutodiffBackend>(device: &B::Device, f64_tolerance: f64) {
+    // f64 wherever the backend supports it (ndarray, flex; wgpu where the adapter has f64).
+    let with_f64 = B::supports_dtype(device, DType::F64);
     let cases = load_cases();
     assert_eq!(cases.len(), 190, "golden set incomplete");
     let mut failures = Vec::new();
@@ -40,7 +50,11 @@ fn check_golden<B: AutodiffBackend>(device: &B::Device, with_f64: bool) {
                     max_scaled_error(&y, &case.y),
                     max_scaled_error(&dx, &case.dx),
                 );
-                let (tol_y, tol_dx) = if is_f64 { (1e-11, 1e-11) } else { (1e-5, 5e-5) };
+                let (tol_y, tol_dx) = if is_f64 {
+                    (f64_tolerance, f64_tolerance)
+                } else {
+                    (1e-5, 5e-5)
+                };
                 if !(err_y <= tol_y && err_dx <= tol_dx) {
                     failures.push(format!(
                         "{label} {}: y err {err_y:e}, dx err {err_dx:e}",
@@ -80,12 +94,12 @@ mod ndarray {
 
     #[test]
     fn golden_decorator_inside_autodiff() {
-        check_golden::<Autodiff<DeterministicBackend<NdArray>>>(&NdArrayDevice::Cpu, true);
+        check_golden::<Autodiff<DeterministicBackend<NdArray>>>(&NdArrayDevice::Cpu, F64_TOLERANCE);
     }
 
     #[test]
     fn golden_decorator_outside_autodiff() {
-        check_golden::<DeterministicBackend<Autodiff<NdArray>>>(&NdArrayDevice::Cpu, true);
+        check_golden::<DeterministicBackend<Autodiff<NdArray>>>(&NdArrayDevice::Cpu, F64_TOLERANCE);
     }
 }
 
@@ -98,7 +112,7 @@ mod flex {
 
     #[test]
     fn golden_flex_decorator_inside_autodiff() {
-        check_golden::<Autodiff<DeterministicBackend<Flex>>>(&FlexDevice, true);
+        check_golden::<Autodiff<DeterministicBackend<Flex>>>(&FlexDevice, F64_TOLERANCE);
     }
 }
 
@@ -109,13 +123,12 @@ mod wgpu {
     use burn_deterministic::DeterministicBackend;
     use burn_deterministic_suite::wgpu_setup::vulkan_device;
 
-    /// WGSL has no f64: the f64 cases run on the CPU backends only.
     #[test]
     fn golden_wgpu_decorator_inside_autodiff() {
         let Some(device) = vulkan_device() else {
             return;
         };
-        check_golden::<Autodiff<DeterministicBackend<Wgpu>>>(&device, false);
+        check_golden::<Autodiff<DeterministicBackend<Wgpu>>>(&device, WGSL_F64_TOLERANCE);
     }
 
     #[test]
@@ -123,6 +136,6 @@ mod wgpu {
         let Some(device) = vulkan_device() else {
             return;
         };
-        check_golden::<DeterministicBackend<Autodiff<Wgpu>>>(&device, false);
+        check_golden::<DeterministicBackend<Autodiff<Wgpu>>>(&device, WGSL_F64_TOLERANCE);
     }
 }

@@ -19,6 +19,8 @@
 mod backend;
 pub mod config;
 mod device;
+#[cfg(feature = "distributed")]
+mod distributed;
 mod error;
 mod ops;
 pub mod resize;

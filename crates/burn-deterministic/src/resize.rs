@@ -118,7 +118,7 @@ pub fn check_resize<B: Backend>(
     }
     let dtype = x.dtype();
     let device = B::float_device(x);
-    if !dtype.is_float() || !B::supports_dtype(&device, dtype) {
+    if !accepts_dtype(dtype, B::supports_dtype(&device, dtype)) {
         return Err(ResizeError::UnsupportedDtype {
             dtype,
             backend: B::name(&device),
@@ -140,6 +140,13 @@ pub fn check_resize<B: Backend>(
         }
     }
     Ok(dims)
+}
+
+/// The weights are built in the input's dtype and multiplied by `B`'s matmul: only float dtypes
+/// `B` supports qualify. (The backends available today refuse to create the others; the check
+/// keeps an exotic inner backend from failing inside a kernel.)
+fn accepts_dtype(dtype: DType, supported_by_backend: bool) -> bool {
+    dtype.is_float() && supported_by_backend
 }
 
 /// Bytes of one axis' weight construction: the `input × input` identity it is read from and the
@@ -192,5 +199,35 @@ fn separable_product<B: Backend>(
         B::float_matmul(B::float_matmul(left, t), right)
     } else {
         B::float_matmul(left, B::float_matmul(t, right))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_supported_float_dtypes_are_accepted() {
+        assert!(accepts_dtype(DType::F32, true));
+        assert!(accepts_dtype(DType::F16, true));
+        assert!(!accepts_dtype(DType::BF16, false));
+        assert!(!accepts_dtype(DType::I32, true));
+        let message = ResizeError::UnsupportedDtype {
+            dtype: DType::BF16,
+            backend: "wgpu<wgsl>".into(),
+        }
+        .to_string();
+        assert_eq!(
+            message,
+            "burn-deterministic interpolate: dtype BF16 is not a float dtype that backend \
+             wgpu<wgsl> supports"
+        );
+    }
+
+    #[test]
+    fn weight_bytes_count_the_larger_of_identity_and_matrix() {
+        assert_eq!(weight_bytes(64, 32, DType::F32), 64 * 64 * 4);
+        assert_eq!(weight_bytes(64, 256, DType::F64), 64 * 256 * 8);
+        assert_eq!(weight_bytes(10, 10, DType::F16), 10 * 10 * 2);
     }
 }

@@ -65,6 +65,12 @@ const TRAITS: &[(&str, &str, &str, &str)] = &[
         "backend.rs",
         "impl<B: AutodiffBackend> AutodiffBackend for",
     ),
+    (
+        "backend/distributed/ops.rs",
+        "DistributedBackend",
+        "distributed.rs",
+        "impl<B: DistributedBackend> DistributedBackend for",
+    ),
 ];
 
 fn burn_backend_src() -> PathBuf {
@@ -144,6 +150,7 @@ fn every_method_of_every_forwarded_trait_is_implemented() {
         let header = match *trait_name {
             "Backend" => "pub trait Backend:".to_string(),
             "AutodiffBackend" => "pub trait AutodiffBackend: Backend".to_string(),
+            "DistributedBackend" => "pub trait DistributedBackend: Backend".to_string(),
             generic => format!("pub trait {generic}<B: Backend>"),
         };
         let required = block_fns(&trait_text, &header);
