@@ -61,15 +61,23 @@ fn weights_over_the_memory_limit_are_refused_before_any_kernel() {
         ..Default::default()
     };
     let x = Tensor::<B, 4>::zeros([1, 1, 16, 64], &NdArrayDevice::Cpu);
-    let err =
-        check_resize::<B>(&x.clone().into_primitive().tensor(), [32, 32], &config).unwrap_err();
+    let err = check_resize::<B>(
+        &x.clone().into_primitive().tensor(),
+        [32, 32],
+        &bilinear(),
+        &config,
+    )
+    .unwrap_err();
     assert_eq!(
         err,
         ResizeError::WeightsTooLarge {
             axis: "width",
             input: 64,
             output: 32,
-            bytes: 64 * 64 * 4,
+            // Dense needs 64x32 weights (8 KiB); banded has one block of 32 outputs over all 64
+            // inputs, no smaller.
+            layout: "Banded { block_size: 64 }".into(),
+            bytes: 64 * 32 * 4,
             limit: 4096
         }
     );
@@ -79,9 +87,23 @@ fn weights_over_the_memory_limit_are_refused_before_any_kernel() {
     .expect_err("the resize must be refused");
     let message = panic.downcast_ref::<String>().expect("a formatted message");
     assert!(
-        message.contains("the width weight matrix 32x64 needs 16384 bytes, over the limit of 4096"),
+        message.contains(
+            "the width weights for 64 -> 32 (Banded { block_size: 64 }) need 8192 bytes, \
+             over the limit of 4096 bytes"
+        ),
         "{message}"
     );
+}
+
+#[test]
+#[should_panic(expected = "invalid configuration: block_size must be at least 1")]
+fn an_invalid_config_is_refused_at_the_resize() {
+    let config = DeterministicConfig {
+        block_size: 0,
+        ..Default::default()
+    };
+    let x = Tensor::<B, 4>::zeros([1, 1, 4, 4], &NdArrayDevice::Cpu);
+    with_config(config, || interpolate(x, [8, 8], bilinear()));
 }
 
 #[test]
@@ -90,6 +112,7 @@ fn valid_input_passes_the_check() {
     let dims = check_resize::<B>(
         &x.into_primitive().tensor(),
         [9, 2],
+        &bilinear(),
         &DeterministicConfig::default(),
     )
     .unwrap();

@@ -9,7 +9,8 @@
 //!
 //! ```json
 //! {"policy": "auto", "modes": {"nearest": false, "bilinear": true, "bicubic": true, "lanczos3": true},
-//!  "max_weight_bytes": 268435456}
+//!  "layout": "auto", "block_size": 64, "banded_min_gain": 2.0, "max_weight_bytes": 268435456,
+//!  "cache_max_entries": 64, "cache_max_bytes": 268435456}
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -83,16 +84,39 @@ impl ModeSet {
     }
 }
 
+/// How each axis' weight matrix is stored and multiplied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WeightLayout {
+    /// Banded when it saves at least `banded_min_gain`× the dense multiply-adds, or when the
+    /// dense weights would exceed `max_weight_bytes`; dense otherwise.
+    #[default]
+    Auto,
+    /// One `out × in` matrix per axis: two large GEMMs.
+    Dense,
+    /// Blocks of `block_size` outputs, each multiplying only the input window its taps touch.
+    /// With `block_size: 1` a non-finite input spreads no further than the native kernel's taps.
+    Banded,
+}
+
 /// The decorator's configuration. Serializable, so it can live in a training config file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DeterministicConfig {
     pub policy: RewritePolicy,
     pub modes: ModeSet,
-    /// Largest dense per-axis weight matrix (`out × in` elements of the input's dtype), in
-    /// bytes. A resize that needs more is refused with [`crate::ResizeError::WeightsTooLarge`]
-    /// before any kernel runs. Default 256 MiB (an 8192 → 8192 axis in f32).
+    pub layout: WeightLayout,
+    /// Outputs per block of the banded layout (≥ 1). Default 64.
+    pub block_size: usize,
+    /// `auto` layout: banded when `dense MACs ≥ banded_min_gain × banded MACs` (> 0). Default 2.
+    pub banded_min_gain: f64,
+    /// Bytes one axis' weights may take while built and kept, in the chosen layout. A resize
+    /// that cannot fit is refused with [`crate::ResizeError::WeightsTooLarge`] before any
+    /// kernel runs. Default 256 MiB.
     pub max_weight_bytes: u64,
+    /// Weight cache bounds: entries (0 disables the cache) and bytes. Defaults 64 and 256 MiB.
+    pub cache_max_entries: usize,
+    pub cache_max_bytes: u64,
 }
 
 impl Default for DeterministicConfig {
@@ -100,7 +124,12 @@ impl Default for DeterministicConfig {
         Self {
             policy: RewritePolicy::Auto,
             modes: ModeSet::default(),
+            layout: WeightLayout::Auto,
+            block_size: 64,
+            banded_min_gain: 2.0,
             max_weight_bytes: 256 << 20,
+            cache_max_entries: 64,
+            cache_max_bytes: 256 << 20,
         }
     }
 }
@@ -120,8 +149,26 @@ impl std::error::Error for ConfigError {}
 impl DeterministicConfig {
     /// Parses a JSON configuration; unknown fields are an error, missing ones take defaults.
     pub fn from_json(json: &str) -> Result<Self, ConfigError> {
-        serde_json::from_str(json)
-            .map_err(|e| ConfigError(format!("invalid burn-deterministic config: {e}")))
+        let config: Self = serde_json::from_str(json)
+            .map_err(|e| ConfigError(format!("invalid burn-deterministic config: {e}")))?;
+        config
+            .validate()
+            .map_err(|e| ConfigError(format!("invalid burn-deterministic config: {e}")))?;
+        Ok(config)
+    }
+
+    /// Checks the values serde cannot: `block_size ≥ 1`, `banded_min_gain > 0`.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.block_size == 0 {
+            return Err("block_size must be at least 1".into());
+        }
+        if self.banded_min_gain.is_nan() || self.banded_min_gain <= 0.0 {
+            return Err(format!(
+                "banded_min_gain must be positive, got {}",
+                self.banded_min_gain
+            ));
+        }
+        Ok(())
     }
 
     /// Reads a JSON configuration file.

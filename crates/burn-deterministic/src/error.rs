@@ -19,14 +19,17 @@ pub enum ResizeError {
     },
     /// The tensor's dtype is not a float dtype the inner backend supports.
     UnsupportedDtype { dtype: DType, backend: String },
-    /// One axis' dense weight matrix would exceed `DeterministicConfig::max_weight_bytes`.
+    /// One axis' weights would exceed `DeterministicConfig::max_weight_bytes`.
     WeightsTooLarge {
         axis: &'static str,
         input: usize,
         output: usize,
+        layout: String,
         bytes: u64,
         limit: u64,
     },
+    /// The configuration holds a value out of range.
+    InvalidConfig(String),
 }
 
 impl fmt::Display for ResizeError {
@@ -56,13 +59,15 @@ impl fmt::Display for ResizeError {
                 axis,
                 input,
                 output,
+                layout,
                 bytes,
                 limit,
             } => write!(
                 f,
-                "the {axis} weight matrix {output}x{input} needs {bytes} bytes, over the limit of \
-                 {limit} bytes (DeterministicConfig::max_weight_bytes)"
+                "the {axis} weights for {input} -> {output} ({layout}) need {bytes} bytes, over \
+                 the limit of {limit} bytes (DeterministicConfig::max_weight_bytes)"
             ),
+            Self::InvalidConfig(reason) => write!(f, "invalid configuration: {reason}"),
         }
     }
 }

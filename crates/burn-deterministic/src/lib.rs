@@ -26,6 +26,6 @@ mod ops;
 pub mod resize;
 
 pub use backend::DeterministicBackend;
-pub use config::{with_config, DeterministicConfig, ModeSet, RewritePolicy};
+pub use config::{with_config, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout};
 pub use device::{DeviceClass, DeviceKind};
 pub use error::ResizeError;

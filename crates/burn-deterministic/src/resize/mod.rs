@@ -1,0 +1,316 @@
+//! The resize engine: per-axis weights read off the inner kernel ([`weights`]), applied dense or
+//! banded ([`axis`]), cached ([`cache`]), and the policy that decides when to use them.
+//!
+//! A 2-D resize of `x: [N, C, H, W]` to `[N, C, P, Q]` is, per axis, a linear map: for every
+//! mode Burn implements, `y[n, c] = Wh · x[n, c] · Wwᵀ` with `Wh: [P, H]` and `Ww: [Q, W]`.
+//! Its adjoint, the gradient of `sum(y · g)`, is `dx[n, c] = Whᵀ · g[n, c] · Ww`. Both are two
+//! GEMMs of the inner backend in a fixed order: no atomics, so the same inputs give the same
+//! bits on every run.
+
+mod axis;
+mod cache;
+mod weights;
+
+pub use cache::{cache_stats, reset_cache, CacheStats};
+
+use crate::config::{self, DeterministicConfig, RewritePolicy, WeightLayout};
+use crate::{DeviceClass, DeviceKind, ResizeError};
+use axis::{AxisMap, Dim, Layout};
+use burn_backend::ops::InterpolateOptions;
+use burn_backend::tensor::FloatTensor;
+use burn_backend::{Backend, DType, TensorMetadata};
+
+/// `interpolate` through the decorator: `B::interpolate` unless the configuration rewrites the
+/// forward (see [`RewritePolicy`]), in which case `Wh · x · Wwᵀ`.
+///
+/// # Panics
+/// With the [`ResizeError`] message when the input cannot be resized (see [`check_resize`]).
+pub fn interpolate<B: Backend>(
+    x: FloatTensor<B>,
+    output_size: [usize; 2],
+    options: InterpolateOptions,
+) -> FloatTensor<B>
+where
+    B::Device: DeviceClass,
+{
+    let config = config::current();
+    if config.policy == RewritePolicy::Never || !config.modes.contains(&options.mode) {
+        return B::interpolate(x, output_size, options);
+    }
+    let checked = checked::<B>(&x, output_size, &options, &config);
+    let device = B::float_device(&x);
+    if !rewrites_forward::<B>(config.policy, &device) {
+        return B::interpolate(x, output_size, options);
+    }
+    let dtype = x.dtype();
+    let plan = ResizePlan::<B>::new(&checked, output_size, &options, dtype, &device, &config);
+    plan.forward(x)
+}
+
+/// `interpolate_backward` through the decorator: the adjoint `Whᵀ · grad · Ww` of the same
+/// weights the forward uses, on every device (the native backward of bilinear, bicubic and
+/// lanczos3 panics on most Burn 0.21 backends).
+///
+/// # Panics
+/// With the [`ResizeError`] message when the input cannot be resized or `grad` does not have
+/// the output's shape.
+pub fn interpolate_backward<B: Backend>(
+    x: FloatTensor<B>,
+    grad: FloatTensor<B>,
+    output_size: [usize; 2],
+    options: InterpolateOptions,
+) -> FloatTensor<B>
+where
+    B::Device: DeviceClass,
+{
+    let config = config::current();
+    if config.policy == RewritePolicy::Never || !config.modes.contains(&options.mode) {
+        return B::interpolate_backward(x, grad, output_size, options);
+    }
+    let checked = checked::<B>(&x, output_size, &options, &config);
+    let [n, c, _, _] = checked.dims;
+    let expected = vec![n, c, output_size[0], output_size[1]];
+    if grad.shape().as_slice() != expected.as_slice() {
+        let found = grad.shape().to_vec();
+        panic!("{}", ResizeError::GradientShape { expected, found });
+    }
+    let device = B::float_device(&x);
+    let plan = ResizePlan::<B>::new(
+        &checked,
+        output_size,
+        &options,
+        grad.dtype(),
+        &device,
+        &config,
+    );
+    plan.adjoint(grad)
+}
+
+/// Whether the forward is computed with matmuls under `policy` on `device`.
+///
+/// `Auto` keeps the native forward on CPU devices, except when the inner backend records
+/// gradients (`DeterministicBackend<Autodiff<_>>`): the decorator cannot hand autodiff a
+/// backward, so there the forward must be built from ops autodiff can differentiate.
+pub fn rewrites_forward<B: Backend>(policy: RewritePolicy, device: &B::Device) -> bool
+where
+    B::Device: DeviceClass,
+{
+    match policy {
+        RewritePolicy::Never => false,
+        RewritePolicy::Always => true,
+        RewritePolicy::Auto => {
+            device.device_kind() == DeviceKind::Accelerator || B::ad_enabled(device)
+        }
+    }
+}
+
+/// Checks that `x` can be resized to `output_size` under `config`, returning its dims
+/// `[N, C, H, W]`. Runs before any kernel, so bad input fails with a message that names the
+/// problem instead of deep inside a kernel; this includes weights that would not fit in
+/// `max_weight_bytes` in any layout.
+pub fn check_resize<B: Backend>(
+    x: &FloatTensor<B>,
+    output_size: [usize; 2],
+    options: &InterpolateOptions,
+    config: &DeterministicConfig,
+) -> Result<[usize; 4], ResizeError> {
+    check::<B>(x, output_size, options, config).map(|c| c.dims)
+}
+
+/// What [`check_resize`] established: the dims and each axis' layout.
+struct Checked {
+    dims: [usize; 4],
+    layouts: [Layout; 2],
+}
+
+fn checked<B: Backend>(
+    x: &FloatTensor<B>,
+    output_size: [usize; 2],
+    options: &InterpolateOptions,
+    config: &DeterministicConfig,
+) -> Checked {
+    check::<B>(x, output_size, options, config).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn check<B: Backend>(
+    x: &FloatTensor<B>,
+    output_size: [usize; 2],
+    options: &InterpolateOptions,
+    config: &DeterministicConfig,
+) -> Result<Checked, ResizeError> {
+    config.validate().map_err(ResizeError::InvalidConfig)?;
+    let shape = x.shape().to_vec();
+    let dims: [usize; 4] =
+        shape
+            .clone()
+            .try_into()
+            .map_err(|_| ResizeError::NotFourDimensional {
+                shape: shape.clone(),
+            })?;
+    if dims.contains(&0) {
+        return Err(ResizeError::EmptyInput { shape });
+    }
+    if output_size.contains(&0) {
+        return Err(ResizeError::EmptyOutput { output_size });
+    }
+    let dtype = x.dtype();
+    let device = B::float_device(x);
+    if !accepts_dtype(dtype, B::supports_dtype(&device, dtype)) {
+        return Err(ResizeError::UnsupportedDtype {
+            dtype,
+            backend: B::name(&device),
+        });
+    }
+    let height = choose_layout("height", dims[2], output_size[0], options, dtype, config)?;
+    let width = choose_layout("width", dims[3], output_size[1], options, dtype, config)?;
+    Ok(Checked {
+        dims,
+        layouts: [height, width],
+    })
+}
+
+/// Dense or banded for one axis. `auto` takes banded when it saves at least
+/// `banded_min_gain`× the dense multiply-adds, or when the dense weights exceed
+/// `max_weight_bytes`; either layout must fit in `max_weight_bytes`.
+fn choose_layout(
+    axis: &'static str,
+    input: usize,
+    output: usize,
+    options: &InterpolateOptions,
+    dtype: DType,
+    config: &DeterministicConfig,
+) -> Result<Layout, ResizeError> {
+    let banded = Layout::Banded {
+        block_size: config.block_size,
+    };
+    let fits = |layout| {
+        axis::build_bytes(layout, input, output, options, dtype) <= config.max_weight_bytes
+    };
+    let choice = match config.layout {
+        WeightLayout::Dense => Layout::Dense,
+        WeightLayout::Banded => banded,
+        WeightLayout::Auto => {
+            let (dense_macs, _) = axis::cost(Layout::Dense, input, output, options);
+            let (banded_macs, _) = axis::cost(banded, input, output, options);
+            let saves = dense_macs as f64 >= config.banded_min_gain * banded_macs as f64;
+            if saves || !fits(Layout::Dense) {
+                banded
+            } else {
+                Layout::Dense
+            }
+        }
+    };
+    if fits(choice) {
+        return Ok(choice);
+    }
+    let bytes = axis::build_bytes(choice, input, output, options, dtype);
+    Err(ResizeError::WeightsTooLarge {
+        axis,
+        input,
+        output,
+        layout: format!("{choice:?}"),
+        bytes,
+        limit: config.max_weight_bytes,
+    })
+}
+
+/// The weights as [`accepts_dtype`] sees them: built in the input's dtype and multiplied by
+/// `B`'s matmul, so only float dtypes `B` supports qualify. (The backends available today refuse
+/// to create the others; the check keeps an exotic inner backend from failing in a kernel.)
+fn accepts_dtype(dtype: DType, supported_by_backend: bool) -> bool {
+    dtype.is_float() && supported_by_backend
+}
+
+/// Both axes' maps for one resize, from the cache or built from `B`'s kernel.
+struct ResizePlan<B: Backend> {
+    height: AxisMap<B>,
+    width: AxisMap<B>,
+    input: [usize; 2],
+    output: [usize; 2],
+}
+
+impl<B: Backend> ResizePlan<B> {
+    fn new(
+        checked: &Checked,
+        output: [usize; 2],
+        options: &InterpolateOptions,
+        dtype: DType,
+        device: &B::Device,
+        config: &DeterministicConfig,
+    ) -> Self {
+        let input = [checked.dims[2], checked.dims[3]];
+        let map = |axis: usize| {
+            let layout = checked.layouts[axis];
+            let key = cache::CacheKey::new::<B>(
+                device,
+                dtype,
+                input[axis],
+                output[axis],
+                options,
+                layout,
+            );
+            cache::get_or_build(
+                key,
+                config.cache_max_entries,
+                config.cache_max_bytes,
+                || AxisMap::build(layout, input[axis], output[axis], options, dtype, device),
+            )
+        };
+        Self {
+            height: map(0),
+            width: map(1),
+            input,
+            output,
+        }
+    }
+
+    /// `Wh · x · Wwᵀ`, the axis with fewer multiply-adds first. Either order is a fixed
+    /// sequence of matmuls, so results are reproducible.
+    fn forward(&self, x: FloatTensor<B>) -> FloatTensor<B> {
+        let ([h, w], [p, q]) = (self.input, self.output);
+        let (mh, mw) = (self.height.macs() as u128, self.width.macs() as u128);
+        if mh * w as u128 + mw * p as u128 <= mw * h as u128 + mh * q as u128 {
+            self.width
+                .forward(self.height.forward(x, Dim::Height), Dim::Width)
+        } else {
+            self.height
+                .forward(self.width.forward(x, Dim::Width), Dim::Height)
+        }
+    }
+
+    /// `Whᵀ · g · Ww`, the exact adjoint of [`Self::forward`]'s map.
+    fn adjoint(&self, g: FloatTensor<B>) -> FloatTensor<B> {
+        let ([h, w], [p, q]) = (self.input, self.output);
+        let (mh, mw) = (self.height.macs() as u128, self.width.macs() as u128);
+        if mh * q as u128 + mw * h as u128 <= mw * p as u128 + mh * w as u128 {
+            self.width
+                .adjoint(self.height.adjoint(g, Dim::Height), Dim::Width)
+        } else {
+            self.height
+                .adjoint(self.width.adjoint(g, Dim::Width), Dim::Height)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_supported_float_dtypes_are_accepted() {
+        assert!(accepts_dtype(DType::F32, true));
+        assert!(accepts_dtype(DType::F16, true));
+        assert!(!accepts_dtype(DType::BF16, false));
+        assert!(!accepts_dtype(DType::I32, true));
+        let message = ResizeError::UnsupportedDtype {
+            dtype: DType::BF16,
+            backend: "wgpu<wgsl>".into(),
+        }
+        .to_string();
+        assert_eq!(
+            message,
+            "burn-deterministic interpolate: dtype BF16 is not a float dtype that backend \
+             wgpu<wgsl> supports"
+        );
+    }
+}
