@@ -13,11 +13,11 @@ use burn_backend::tensor::FloatTensor;
 use burn_backend::{Backend, DType, Shape, Slice, TensorData, TensorMetadata};
 use core::ops::Range;
 
-/// A tensor dimension a map applies along.
+/// The NCHW dimension a map applies along.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Dim {
-    Height = 2,
-    Width = 3,
+    Height,
+    Width,
 }
 
 /// One block of a banded map: `Wᵀ[inputs, outputs]`.
@@ -25,14 +25,14 @@ pub(crate) enum Dim {
 pub(crate) struct Block<B: Backend> {
     outputs: Range<usize>,
     inputs: Range<usize>,
-    /// `[1, 1, inputs.len(), outputs.len()]`
+    /// `[inputs.len(), outputs.len()]`
     weights_t: FloatTensor<B>,
 }
 
 /// One axis' linear map.
 #[derive(Debug, Clone)]
 pub(crate) enum AxisMap<B: Backend> {
-    /// `Wᵀ` as one `[1, 1, in, out]` tensor.
+    /// `Wᵀ` as one `[1, 1, in, out]` tensor, broadcast over N and C by the matmul.
     Dense { weights_t: FloatTensor<B> },
     /// Blocks covering the outputs in order.
     Banded { input: usize, blocks: Vec<Block<B>> },
@@ -120,7 +120,7 @@ impl<B: Backend> AxisMap<B> {
                 .flat_map(|i| outputs.clone().map(move |o| (i, o)))
                 .map(|(i, o)| weights.get(o, i))
                 .collect();
-            let data = TensorData::new(values, [1, 1, inputs.len(), outputs.len()]);
+            let data = TensorData::new(values, [inputs.len(), outputs.len()]);
             let tensor = B::float_from_data(data.convert_dtype(dtype), device);
             if tensor.dtype() != dtype {
                 B::float_cast(tensor, dtype.into())
@@ -130,7 +130,10 @@ impl<B: Backend> AxisMap<B> {
         };
         let map = match layout {
             Layout::Dense => AxisMap::Dense {
-                weights_t: upload(0..input, 0..output),
+                weights_t: B::float_reshape(
+                    upload(0..input, 0..output),
+                    Shape::new([1, 1, input, output]),
+                ),
             },
             Layout::Banded { block_size } => AxisMap::Banded {
                 input,
@@ -172,47 +175,110 @@ impl<B: Backend> AxisMap<B> {
 
     /// `W` applied along `dim` of `t` (the forward resize of that axis).
     pub(crate) fn forward(&self, t: FloatTensor<B>, dim: Dim) -> FloatTensor<B> {
-        match self {
-            AxisMap::Dense { weights_t, .. } => multiply::<B>(t, weights_t.clone(), dim, false),
+        if let AxisMap::Dense { weights_t } = self {
+            // One batched GEMM on the NCHW tensor (measured faster than the matrix form below
+            // on ndarray and flex: no permutation of the large output).
+            return multiply::<B>(t, weights_t.clone(), dim, false);
+        }
+        let (t, restore) = to_matrix::<B>(t, dim);
+        let y = match self {
+            AxisMap::Dense { .. } => unreachable!("handled above"),
             AxisMap::Banded { blocks, .. } => {
                 let pieces = blocks
                     .iter()
                     .map(|block| {
-                        let window = slice_dim::<B>(t.clone(), dim, block.inputs.clone());
+                        let window = slice_axis::<B>(t.clone(), dim, block.inputs.clone());
                         multiply::<B>(window, block.weights_t.clone(), dim, false)
                     })
                     .collect();
-                B::float_cat(pieces, dim as usize)
+                B::float_cat(pieces, axis_of(dim))
             }
-        }
+        };
+        restore.apply::<B>(y)
     }
 
     /// `Wᵀ` applied along `dim` of `g` (the adjoint: gradient of the forward).
     pub(crate) fn adjoint(&self, g: FloatTensor<B>, dim: Dim) -> FloatTensor<B> {
-        match self {
-            AxisMap::Dense { weights_t, .. } => multiply::<B>(g, weights_t.clone(), dim, true),
-            AxisMap::Banded { input, blocks, .. } => {
+        if let AxisMap::Dense { weights_t } = self {
+            return multiply::<B>(g, weights_t.clone(), dim, true);
+        }
+        let (g, restore) = to_matrix::<B>(g, dim);
+        let dx = match self {
+            AxisMap::Dense { .. } => unreachable!("handled above"),
+            AxisMap::Banded { input, blocks } => {
                 let mut shape = g.shape();
-                shape[dim as usize] = *input;
+                shape[axis_of(dim)] = *input;
                 let device = B::float_device(&g);
                 let mut dx = B::float_zeros(shape, &device, g.dtype().into());
                 // Block after block, in order: windows of neighbouring blocks overlap by a few
                 // taps, and a fixed accumulation order keeps the sum reproducible.
                 for block in blocks {
-                    let rows = slice_dim::<B>(g.clone(), dim, block.outputs.clone());
+                    let rows = slice_axis::<B>(g.clone(), dim, block.outputs.clone());
                     let contribution = multiply::<B>(rows, block.weights_t.clone(), dim, true);
-                    let current = slice_dim::<B>(dx.clone(), dim, block.inputs.clone());
-                    let ranges = dim_slices(&dx.shape(), dim, block.inputs.clone());
+                    let current = slice_axis::<B>(dx.clone(), dim, block.inputs.clone());
+                    let ranges = axis_slices(&dx.shape(), dim, block.inputs.clone());
                     dx = B::float_slice_assign(dx, &ranges, B::float_add(current, contribution));
                 }
                 dx
+            }
+        };
+        restore.apply::<B>(dx)
+    }
+}
+
+/// The NCHW tensor as one matrix whose rows (height) or columns (width) are the resized axis,
+/// so that every multiplication is a single large 2-D GEMM (`[out, in] · [in, N·C·W]` or
+/// `[N·C·H, in] · [in, out]`) instead of `N·C` small ones.
+fn to_matrix<B: Backend>(t: FloatTensor<B>, dim: Dim) -> (FloatTensor<B>, Restore) {
+    let [n, c, h, w] = t.shape().dims::<4>();
+    match dim {
+        Dim::Height => {
+            let t = B::float_permute(t, &[2, 0, 1, 3]);
+            (
+                B::float_reshape(t, Shape::new([h, n * c * w])),
+                Restore::Height([n, c, w]),
+            )
+        }
+        Dim::Width => (
+            B::float_reshape(t, Shape::new([n * c * h, w])),
+            Restore::Width([n, c, h]),
+        ),
+    }
+}
+
+/// How to turn the resized matrix back into NCHW.
+enum Restore {
+    Height([usize; 3]),
+    Width([usize; 3]),
+}
+
+impl Restore {
+    fn apply<B: Backend>(self, m: FloatTensor<B>) -> FloatTensor<B> {
+        match self {
+            Restore::Height([n, c, w]) => {
+                let rows = m.shape()[0];
+                let t = B::float_reshape(m, Shape::new([rows, n, c, w]));
+                B::float_permute(t, &[1, 2, 0, 3])
+            }
+            Restore::Width([n, c, h]) => {
+                let columns = m.shape()[1];
+                B::float_reshape(m, Shape::new([n, c, h, columns]))
             }
         }
     }
 }
 
-/// `Wᵀ`-block multiplication along `dim`: forward `W · t` (height) or `t · Wᵀ` (width); with
-/// `adjoint`, `Wᵀ · t` or `t · W`. `weights_t` is `[1, 1, in, out]`, broadcast over N and C.
+/// The matrix axis the resized dimension lies on.
+fn axis_of(dim: Dim) -> usize {
+    match dim {
+        Dim::Height => 0,
+        Dim::Width => 1,
+    }
+}
+
+/// `Wᵀ` multiplication: forward `W · t` (height) or `t · Wᵀ` (width); with `adjoint`, `Wᵀ · t`
+/// or `t · W`. Works on the matrix form (`weights_t: [in, out]`) and on NCHW tensors with
+/// `weights_t: [1, 1, in, out]` broadcast over N and C: the last two dims are the matrix.
 fn multiply<B: Backend>(
     t: FloatTensor<B>,
     weights_t: FloatTensor<B>,
@@ -227,20 +293,20 @@ fn multiply<B: Backend>(
     }
 }
 
-fn dim_slices(shape: &Shape, dim: Dim, range: Range<usize>) -> Vec<Slice> {
-    (0..shape.num_dims())
-        .map(|d| {
-            if d == dim as usize {
+fn axis_slices(shape: &Shape, dim: Dim, range: Range<usize>) -> Vec<Slice> {
+    (0..2)
+        .map(|axis| {
+            if axis == axis_of(dim) {
                 Slice::from(range.clone())
             } else {
-                Slice::from(0..shape[d])
+                Slice::from(0..shape[axis])
             }
         })
         .collect()
 }
 
-fn slice_dim<B: Backend>(t: FloatTensor<B>, dim: Dim, range: Range<usize>) -> FloatTensor<B> {
-    let slices = dim_slices(&t.shape(), dim, range);
+fn slice_axis<B: Backend>(t: FloatTensor<B>, dim: Dim, range: Range<usize>) -> FloatTensor<B> {
+    let slices = axis_slices(&t.shape(), dim, range);
     B::float_slice(t, &slices)
 }
 
