@@ -89,3 +89,13 @@ pub fn uniform(seed: u64, n: usize) -> Vec<f64> {
         })
         .collect()
 }
+
+/// The message of a caught panic (`String` or `&str` payload), empty otherwise.
+pub fn panic_message(result: std::thread::Result<impl Sized>) -> String {
+    let panic = result.err().expect("expected a panic");
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}

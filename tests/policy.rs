@@ -10,7 +10,7 @@ use burn_deterministic::config::{self, set_config};
 use burn_deterministic::{
     with_config, DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy,
 };
-use burn_deterministic_suite::harness::{uniform, Resize};
+use burn_deterministic_suite::harness::{panic_message, uniform, Resize};
 
 fn problem(x: &[f64]) -> Resize<'_> {
     Resize {
@@ -20,15 +20,6 @@ fn problem(x: &[f64]) -> Resize<'_> {
         options: InterpolateOptions::new(InterpolateMode::Bicubic).with_align_corners(false),
         dtype: DType::F32,
     }
-}
-
-fn panic_message(result: std::thread::Result<impl Sized>) -> String {
-    let panic = result.err().expect("expected a panic");
-    panic
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
 }
 
 #[test]

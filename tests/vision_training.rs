@@ -6,6 +6,7 @@ use burn::module::AutodiffModule;
 use burn::optim::{AdamConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ElementConversion;
+use burn_deterministic_suite::harness::panic_message;
 use burn_deterministic_suite::metrics::parameter_hash;
 use burn_deterministic_vision::data::{SyntheticDepth, SyntheticSegmentation};
 use burn_deterministic_vision::models::{
@@ -57,15 +58,6 @@ fn assert_learns(name: &str, losses: &[f32], factor: f32) {
         "{name}: loss {first:.4} -> {last:.4} in {} steps",
         losses.len()
     );
-}
-
-fn panic_message(result: std::thread::Result<impl Sized>) -> String {
-    let panic = result.err().expect("expected a panic");
-    panic
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
 }
 
 const CHILD_ENV: &str = "BD_VISION_CHILD";
