@@ -5,7 +5,7 @@
 //!
 //! A 2-D resize is separable: per axis it is a linear map, so `y = Wh · x · Wwᵀ` with
 //! `Wh: [out_h, in_h]` and `Ww: [out_w, in_w]`. The decorator reads those matrices off `B`'s own
-//! forward kernel (by resizing an identity), computes the forward as two matmuls of `B` on
+//! forward kernel (by resizing impulses), computes the forward as two matmuls of `B` on
 //! accelerator devices, and the backward as the exact adjoint `dx = Whᵀ · g · Ww` everywhere.
 //! Matmuls use no atomics, so the gradient is bit-for-bit reproducible, and it exists for
 //! bilinear, bicubic and lanczos3, whose native backward panics on most Burn 0.21 backends.

@@ -1,5 +1,5 @@
-//! The resize engine: per-axis weights read off the inner kernel ([`weights`]), applied dense or
-//! banded ([`axis`]), cached ([`cache`]), and the policy that decides when to use them.
+//! The resize engine: per-axis weights read off the inner kernel (`weights.rs`), applied dense or
+//! banded (`axis.rs`), cached (`cache.rs`), and the policy that decides when to use them.
 //!
 //! A 2-D resize of `x: [N, C, H, W]` to `[N, C, P, Q]` is, per axis, a linear map: for every
 //! mode Burn implements, `y[n, c] = Wh · x[n, c] · Wwᵀ` with `Wh: [P, H]` and `Ww: [Q, W]`.
@@ -214,9 +214,9 @@ fn choose_layout(
     })
 }
 
-/// The weights as [`accepts_dtype`] sees them: built in the input's dtype and multiplied by
-/// `B`'s matmul, so only float dtypes `B` supports qualify. (The backends available today refuse
-/// to create the others; the check keeps an exotic inner backend from failing in a kernel.)
+/// Whether `dtype` qualifies for the rewrite: the weights are built in it and multiplied by
+/// `B`'s matmul, so only float dtypes `B` supports do. (The backends available today refuse to
+/// create the others; the check keeps an exotic inner backend from failing inside a kernel.)
 fn accepts_dtype(dtype: DType, supported_by_backend: bool) -> bool {
     dtype.is_float() && supported_by_backend
 }
