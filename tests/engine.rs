@@ -169,6 +169,29 @@ fn banded_weight_memory_is_measured_and_grows_with_taps() {
     assert!(dense.peak_build_bytes >= 1024 * 4096 * 4);
 }
 
+/// The outside layering differentiates the banded forward (slices, matmuls, concatenation)
+/// with autodiff's own ops: the gradient must equal the inside layering's adjoint.
+#[test]
+fn banded_forward_is_differentiable_outside_autodiff() {
+    let _serial = serial();
+    let x = uniform(31, 2 * 40 * 30);
+    let problem = Resize {
+        x: &x,
+        shape: [1, 2, 40, 30],
+        output_size: [97, 61],
+        options: options(InterpolateMode::Bicubic, true),
+        dtype: DType::F32,
+    };
+    let g = uniform(32, 2 * 97 * 61);
+    with_config(config(WeightLayout::Banded, 8), || {
+        let (y_out, dx_out) =
+            problem.forward_backward::<DeterministicBackend<Autodiff<NdArray>>>(&g, &CPU);
+        let (y_in, dx_in) = problem.forward_backward::<Train>(&g, &CPU);
+        assert!(max_scaled_error(&y_out, &y_in) <= 1e-6);
+        assert!(max_scaled_error(&dx_out, &dx_in) <= 1e-6);
+    });
+}
+
 #[test]
 fn weight_limit_switches_to_banded_instead_of_running_out_of_memory() {
     let _serial = serial();
