@@ -57,24 +57,18 @@ fn block_window(
     first.start.min(last.start)..first.end.max(last.end)
 }
 
-/// Multiply-adds per column of the other axis, and weight elements stored, of `layout`.
+/// Multiply-adds per column of the other axis in `layout`: also the number of weights it keeps.
 pub(crate) fn cost(
     layout: Layout,
     input: usize,
     output: usize,
     options: &InterpolateOptions,
-) -> (u64, u64) {
+) -> u64 {
     match layout {
-        Layout::Dense => {
-            let macs = (input * output) as u64;
-            (macs, macs)
-        }
-        Layout::Banded { block_size } => {
-            let macs = blocks(output, block_size)
-                .map(|o| (block_window(&o, input, output, options).len() * o.len()) as u64)
-                .sum();
-            (macs, macs)
-        }
+        Layout::Dense => (input * output) as u64,
+        Layout::Banded { block_size } => blocks(output, block_size)
+            .map(|o| (block_window(&o, input, output, options).len() * o.len()) as u64)
+            .sum(),
     }
 }
 
@@ -92,7 +86,7 @@ pub(crate) fn build_bytes(
         .max()
         .unwrap_or(1);
     let reading = (widest + 1).min(input) * (input + output);
-    let kept = cost(layout, input, output, options).1 as usize;
+    let kept = cost(layout, input, output, options) as usize;
     (kept.max(reading) * dtype.size()) as u64
 }
 
@@ -348,8 +342,8 @@ mod tests {
     #[test]
     fn banded_cost_grows_with_taps_not_size() {
         let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(false);
-        let (dense, _) = cost(Layout::Dense, 1024, 4096, &options);
-        let (banded, _) = cost(Layout::Banded { block_size: 64 }, 1024, 4096, &options);
+        let dense = cost(Layout::Dense, 1024, 4096, &options);
+        let banded = cost(Layout::Banded { block_size: 64 }, 1024, 4096, &options);
         assert_eq!(dense, 1024 * 4096);
         // 64 outputs read ~16 inputs plus the halo: far below the dense 1024 per output.
         assert!(banded <= 4096 * 24, "{banded}");

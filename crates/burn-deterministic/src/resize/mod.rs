@@ -190,8 +190,8 @@ fn choose_layout(
         WeightLayout::Dense => Layout::Dense,
         WeightLayout::Banded => banded,
         WeightLayout::Auto => {
-            let (dense_macs, _) = axis::cost(Layout::Dense, input, output, options);
-            let (banded_macs, _) = axis::cost(banded, input, output, options);
+            let dense_macs = axis::cost(Layout::Dense, input, output, options);
+            let banded_macs = axis::cost(banded, input, output, options);
             let saves = dense_macs as f64 >= config.banded_min_gain * banded_macs as f64;
             if saves || !fits(Layout::Dense) {
                 banded
@@ -264,12 +264,10 @@ impl<B: Backend> ResizePlan<B> {
         }
     }
 
-    /// `Wh · x · Wwᵀ`, the axis with fewer multiply-adds first. Either order is a fixed
-    /// sequence of matmuls, so results are reproducible.
+    /// `Wh · x · Wwᵀ`. Either order of the two axes is a fixed sequence of matmuls, so results
+    /// are reproducible.
     fn forward(&self, x: FloatTensor<B>) -> FloatTensor<B> {
-        let ([h, w], [p, q]) = (self.input, self.output);
-        let (mh, mw) = (self.height.macs() as u128, self.width.macs() as u128);
-        if mh * w as u128 + mw * p as u128 <= mw * h as u128 + mh * q as u128 {
+        if self.height_first(self.input, self.output) {
             self.width
                 .forward(self.height.forward(x, Dim::Height), Dim::Width)
         } else {
@@ -280,15 +278,20 @@ impl<B: Backend> ResizePlan<B> {
 
     /// `Whᵀ · g · Ww`, the exact adjoint of [`Self::forward`]'s map.
     fn adjoint(&self, g: FloatTensor<B>) -> FloatTensor<B> {
-        let ([h, w], [p, q]) = (self.input, self.output);
-        let (mh, mw) = (self.height.macs() as u128, self.width.macs() as u128);
-        if mh * q as u128 + mw * h as u128 <= mw * p as u128 + mh * w as u128 {
+        if self.height_first(self.output, self.input) {
             self.width
                 .adjoint(self.height.adjoint(g, Dim::Height), Dim::Width)
         } else {
             self.height
                 .adjoint(self.width.adjoint(g, Dim::Width), Dim::Height)
         }
+    }
+
+    /// Whether resizing the height axis first costs fewer multiply-adds, for a pass that takes
+    /// `[h, w]` planes to `[p, q]` (the adjoint goes from the output size to the input size).
+    fn height_first(&self, [h, w]: [usize; 2], [p, q]: [usize; 2]) -> bool {
+        let (mh, mw) = (self.height.macs() as u128, self.width.macs() as u128);
+        mh * w as u128 + mw * p as u128 <= mw * h as u128 + mh * q as u128
     }
 }
 
