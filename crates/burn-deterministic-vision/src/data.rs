@@ -2,6 +2,7 @@
 //! same seed on every machine.
 
 use crate::rng::Rng;
+use burn::data::dataset::Dataset;
 use burn::tensor::backend::Backend;
 use burn::tensor::{Int, Tensor, TensorData};
 
@@ -338,5 +339,25 @@ mod tests {
         let holes = s.depth.iter().filter(|d| **d == 0.0).count();
         assert!(holes > 0 && holes < s.depth.len() / 4, "{holes}");
         assert!(s.depth.iter().all(|d| *d == 0.0 || (0.5..20.0).contains(d)));
+    }
+}
+
+impl Dataset<SegmentationSample> for SyntheticSegmentation {
+    fn get(&self, index: usize) -> Option<SegmentationSample> {
+        (index < self.len).then(|| SyntheticSegmentation::get(self, index))
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Dataset<DepthSample> for SyntheticDepth {
+    fn get(&self, index: usize) -> Option<DepthSample> {
+        (index < self.len).then(|| SyntheticDepth::get(self, index))
+    }
+
+    fn len(&self) -> usize {
+        self.len
     }
 }

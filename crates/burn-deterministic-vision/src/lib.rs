@@ -3,6 +3,8 @@
 //! burn-deterministic: the same models run on a plain backend and on the decorated one.
 
 pub mod data;
+pub mod folder;
 pub mod metrics;
 pub mod models;
 pub mod rng;
+pub mod train;

@@ -108,6 +108,79 @@ pub fn depth_metrics(predicted: &[f32], truth: &[f32]) -> DepthMetrics {
     }
 }
 
+/// Accumulates depth metrics over images, optionally after per-image median scaling.
+///
+/// A model trained with a scale-invariant loss predicts depth up to a global scale; the usual
+/// evaluation (Eigen et al.; Monodepth) first multiplies each prediction by
+/// `median(truth) / median(prediction)` over the valid pixels, which is what `median_scaling`
+/// does.
+#[derive(Debug, Clone, Default)]
+pub struct DepthAccumulator {
+    median_scaling: bool,
+    within: f64,
+    abs_rel: f64,
+    squared: f64,
+    valid: usize,
+}
+
+impl DepthAccumulator {
+    pub fn new(median_scaling: bool) -> Self {
+        Self {
+            median_scaling,
+            ..Self::default()
+        }
+    }
+
+    /// Adds one image: `predicted` and `truth` of the same length, `truth <= 0` marks holes.
+    pub fn add_image(&mut self, predicted: &[f32], truth: &[f32]) {
+        let scale = if self.median_scaling {
+            median_ratio(predicted, truth)
+        } else {
+            1.0
+        };
+        let scaled: Vec<f32> = predicted.iter().map(|p| p * scale).collect();
+        let m = depth_metrics(&scaled, truth);
+        let n = m.valid_pixels as f64;
+        self.within += m.delta1 * n;
+        self.abs_rel += m.abs_rel * n;
+        self.squared += m.rmse * m.rmse * n;
+        self.valid += m.valid_pixels;
+    }
+
+    pub fn metrics(&self) -> DepthMetrics {
+        let n = self.valid.max(1) as f64;
+        DepthMetrics {
+            delta1: self.within / n,
+            abs_rel: self.abs_rel / n,
+            rmse: (self.squared / n).sqrt(),
+            valid_pixels: self.valid,
+        }
+    }
+}
+
+/// `median(truth) / median(predicted)` over the valid pixels (1 when there are none).
+fn median_ratio(predicted: &[f32], truth: &[f32]) -> f32 {
+    let (mut p, mut g): (Vec<f32>, Vec<f32>) = predicted
+        .iter()
+        .zip(truth)
+        .filter(|(_, &g)| g > 0.0)
+        .map(|(&p, &g)| (p, g))
+        .unzip();
+    if p.is_empty() {
+        return 1.0;
+    }
+    let median = |v: &mut Vec<f32>| {
+        v.sort_by(f32::total_cmp);
+        v[v.len() / 2]
+    };
+    let (mp, mg) = (median(&mut p), median(&mut g));
+    if mp > 0.0 {
+        mg / mp
+    } else {
+        1.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +212,25 @@ mod tests {
         assert!((m.rmse - ((0.0 + 1.0 + 0.25) / 3.0f64).sqrt()).abs() < 1e-12);
         // Exactly 1.25 is not within.
         assert_eq!(depth_metrics(&[5.0], &[4.0]).delta1, 0.0);
+    }
+
+    #[test]
+    fn depth_accumulator_weights_images_by_valid_pixels_and_median_scales() {
+        // Image 1: prediction is truth / 2 everywhere: wrong by 2x unscaled, exact after scaling.
+        // Image 2: one valid pixel, exact.
+        let mut plain = DepthAccumulator::new(false);
+        let mut scaled = DepthAccumulator::new(true);
+        for acc in [&mut plain, &mut scaled] {
+            acc.add_image(&[1.0, 2.0, 3.0], &[2.0, 4.0, 6.0]);
+            acc.add_image(&[5.0, 7.0], &[5.0, 0.0]);
+        }
+        let m = plain.metrics();
+        assert_eq!(m.valid_pixels, 4);
+        assert!((m.delta1 - 0.25).abs() < 1e-12);
+        assert!((m.abs_rel - (0.5 * 3.0) / 4.0).abs() < 1e-12);
+        assert!((m.rmse - ((1.0 + 4.0 + 9.0) / 4.0f64).sqrt()).abs() < 1e-12);
+        let m = scaled.metrics();
+        assert_eq!(m.delta1, 1.0);
+        assert!(m.abs_rel < 1e-7 && m.rmse < 1e-6);
     }
 }

@@ -69,6 +69,10 @@ pub struct SegmentationNet<B: Backend> {
     fuse: ConvBlock<B>,
     main_head: Conv2d<B>,
     aux_head: Conv2d<B>,
+    /// Weight of the auxiliary loss term (a constant of the model, not a parameter).
+    pub aux_weight: f64,
+    /// Number of classes.
+    pub classes: usize,
 }
 
 /// Main logits at 1/4 and auxiliary logits at 1/8 of the input size.
@@ -86,6 +90,8 @@ impl SegmentationConfig {
             fuse: ConvBlock::new([96, 32], 1, device),
             main_head: Conv2dConfig::new([32, self.classes], [1, 1]).init(device),
             aux_head: Conv2dConfig::new([64, self.classes], [1, 1]).init(device),
+            aux_weight: self.aux_weight,
+            classes: self.classes,
         }
     }
 }

@@ -1,0 +1,463 @@
+//! What the training examples share: the backend choice, a burn-train metric logger that keeps
+//! the per-epoch curves in memory, the JSON log and PNG plot written at the end, and the
+//! `--check-determinism` driver that trains twice in two child processes and compares hashes.
+
+use crate::plot::{line_panel, Canvas, Series};
+use burn::train::logger::MetricLogger;
+use burn::train::metric::store::{EpochSummary, MetricsUpdate, Split};
+use burn::train::metric::{MetricDefinition, MetricId, NumericEntry};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+/// The inner backend the decorator wraps, each behind its cargo feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// burn-ndarray on the CPU (feature `ndarray`, on by default).
+    Ndarray,
+    /// burn-flex on the CPU (feature `flex`).
+    Flex,
+    /// wgpu, pinned to the Vulkan API (feature `wgpu`).
+    Wgpu,
+    /// CUDA (feature `cuda`).
+    Cuda,
+}
+
+impl BackendChoice {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ndarray => "ndarray",
+            Self::Flex => "flex",
+            Self::Wgpu => "wgpu",
+            Self::Cuda => "cuda",
+        }
+    }
+}
+
+/// One split's metric values at the end of one epoch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpochRecord {
+    pub epoch: usize,
+    /// `train` or `valid`.
+    pub split: String,
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// A [`MetricLogger`] that keeps, per split and epoch, the last running value of every numeric
+/// metric (for this crate's metrics: the value over the whole epoch). Clone it before handing it
+/// to the learner; the clones share the records.
+#[derive(Clone, Default)]
+pub struct CurveLogger {
+    state: Arc<Mutex<CurveState>>,
+}
+
+#[derive(Default)]
+struct CurveState {
+    names: HashMap<MetricId, String>,
+    current: BTreeMap<(String, String), f64>,
+    records: Vec<EpochRecord>,
+}
+
+impl CurveLogger {
+    pub fn records(&self) -> Vec<EpochRecord> {
+        self.state
+            .lock()
+            .expect("curve logger poisoned")
+            .records
+            .clone()
+    }
+}
+
+fn entry_value(entry: &NumericEntry) -> f64 {
+    match entry {
+        NumericEntry::Value(v) => *v,
+        NumericEntry::Aggregated {
+            aggregated_value, ..
+        } => *aggregated_value,
+    }
+}
+
+impl MetricLogger for CurveLogger {
+    fn log(&mut self, update: MetricsUpdate, _epoch: usize, split: &Split) {
+        let mut state = self.state.lock().expect("curve logger poisoned");
+        for numeric in &update.entries_numeric {
+            let name = state
+                .names
+                .get(&numeric.entry.metric_id)
+                .cloned()
+                .unwrap_or_else(|| format!("{:?}", numeric.entry.metric_id));
+            let value = entry_value(&numeric.running_entry);
+            state.current.insert((split.to_string(), name), value);
+        }
+    }
+
+    fn read_numeric(
+        &mut self,
+        name: &str,
+        _epoch: usize,
+        _split: &Split,
+    ) -> Result<Vec<NumericEntry>, String> {
+        // Burn's file logger (registered first) answers these; this logger only keeps curves.
+        Err(format!("CurveLogger does not serve history for {name}"))
+    }
+
+    fn log_metric_definition(&mut self, definition: MetricDefinition) {
+        let mut state = self.state.lock().expect("curve logger poisoned");
+        state.names.insert(definition.metric_id, definition.name);
+    }
+
+    fn log_epoch_summary(&mut self, summary: EpochSummary) {
+        let mut state = self.state.lock().expect("curve logger poisoned");
+        let split = summary.split.to_string();
+        let metrics: BTreeMap<String, f64> = state
+            .current
+            .iter()
+            .filter(|((s, _), _)| *s == split)
+            .map(|((_, name), v)| (name.clone(), *v))
+            .collect();
+        state.current.retain(|(s, _), _| *s != split);
+        state.records.push(EpochRecord {
+            epoch: summary.epoch_number,
+            split,
+            metrics,
+        });
+    }
+}
+
+/// Everything a training run reports, written as `log.json` in the output folder.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunLog {
+    pub example: String,
+    pub backend: BackendChoice,
+    /// The Burn `Config` of the run, as JSON.
+    pub config: serde_json::Value,
+    pub epochs: Vec<EpochRecord>,
+    /// Metrics of the final model on the validation split.
+    pub final_metrics: BTreeMap<String, f64>,
+    pub training_seconds: f64,
+    /// SHA-256 over the bits of every parameter of the final model.
+    pub parameter_sha256: String,
+}
+
+impl RunLog {
+    pub fn write_json(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        let path = dir.join("log.json");
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        std::fs::write(&path, text)?;
+        Ok(path)
+    }
+
+    pub fn read_json(dir: &Path) -> std::io::Result<Self> {
+        let text = std::fs::read_to_string(dir.join("log.json"))?;
+        serde_json::from_str(&text).map_err(std::io::Error::other)
+    }
+
+    /// One panel per metric, train and valid curves over epochs, as `curves.png`.
+    pub fn write_plot(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        let mut names: Vec<&String> = self.epochs.iter().flat_map(|r| r.metrics.keys()).collect();
+        names.sort();
+        names.dedup();
+        let (panel_w, panel_h, columns) = (420i64, 260i64, 2i64);
+        let rows = (names.len() as i64 + columns - 1).max(columns) / columns;
+        let header = 40;
+        let mut canvas = Canvas::new(
+            (panel_w * columns) as usize,
+            (header + panel_h * rows) as usize,
+        );
+        canvas.text(
+            10,
+            10,
+            &format!("{} on {}", self.example, self.backend.name()),
+            crate::plot::BLACK,
+            2,
+        );
+        for (i, name) in names.iter().enumerate() {
+            let series: Vec<Series> = ["train", "valid"]
+                .iter()
+                .map(|split| Series {
+                    name: split.to_string(),
+                    points: self
+                        .epochs
+                        .iter()
+                        .filter(|r| r.split == *split)
+                        .filter_map(|r| r.metrics.get(*name).map(|v| (r.epoch as f64, *v)))
+                        .collect(),
+                })
+                .collect();
+            let (col, row) = (i as i64 % columns, i as i64 / columns);
+            line_panel(
+                &mut canvas,
+                (col * panel_w, header + row * panel_h, panel_w, panel_h),
+                name,
+                &series,
+            );
+        }
+        let path = dir.join("curves.png");
+        canvas.write_png(&path)?;
+        Ok(path)
+    }
+}
+
+/// Runs this program twice as child processes with the same arguments (minus
+/// `--check-determinism`, plus `--output-dir DIR/run-N`), reads both `log.json`s and compares
+/// the parameter hashes. Returns whether they are equal.
+pub fn check_determinism(output_dir: &Path) -> std::io::Result<bool> {
+    let exe = std::env::current_exe()?;
+    let mut args: Vec<String> = Vec::new();
+    let mut skip_next = false;
+    for arg in std::env::args().skip(1) {
+        if skip_next {
+            skip_next = false;
+        } else if arg == "--check-determinism" {
+        } else if arg == "--output-dir" {
+            skip_next = true;
+        } else if !arg.starts_with("--output-dir=") {
+            args.push(arg);
+        }
+    }
+    let mut hashes = Vec::new();
+    for run in 1..=2 {
+        let dir = output_dir.join(format!("run-{run}"));
+        eprintln!(
+            "determinism check: run {run} of 2 in a new process ({})",
+            dir.display()
+        );
+        let status = Command::new(&exe)
+            .args(&args)
+            .arg("--output-dir")
+            .arg(&dir)
+            .status()?;
+        if !status.success() {
+            return Err(std::io::Error::other(format!("run {run} failed: {status}")));
+        }
+        hashes.push(RunLog::read_json(&dir)?.parameter_sha256);
+    }
+    println!("run 1 parameters SHA-256: {}", hashes[0]);
+    println!("run 2 parameters SHA-256: {}", hashes[1]);
+    Ok(hashes[0] == hashes[1])
+}
+
+/// Command-line options shared by the training examples. Options left out keep the value of the
+/// example's Burn `Config` (its defaults, or the file given with `--config`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct CommonArgs {
+    /// Inner backend wrapped by the decorator (each needs its cargo feature).
+    #[arg(long, value_enum, default_value_t = BackendChoice::Flex)]
+    pub backend: BackendChoice,
+    /// Start from a saved config (JSON, as written to OUTPUT_DIR/config.json).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    #[arg(long)]
+    pub batch_size: Option<usize>,
+    /// Side of the square synthetic images (a multiple of 8).
+    #[arg(long)]
+    pub image_size: Option<usize>,
+    /// Number of synthetic training images.
+    #[arg(long)]
+    pub train_size: Option<usize>,
+    /// Number of synthetic validation images.
+    #[arg(long)]
+    pub valid_size: Option<usize>,
+    #[arg(long)]
+    pub learning_rate: Option<f64>,
+    /// Seeds parameters (`B::seed`), data generation, shuffling and augmentation.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Train on a folder of PNGs instead (DIR/train and DIR/valid; see the README).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Where the config, log.json, curves.png and burn-train's logs go.
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+    /// Train twice, in two new processes, and exit with status 1 unless the parameter hashes of
+    /// the two runs are identical.
+    #[arg(long)]
+    pub check_determinism: bool,
+}
+
+/// A training example that can run on any autodiff backend.
+pub trait Experiment {
+    fn run<B: burn::tensor::backend::AutodiffBackend>(
+        &self,
+        device: B::Device,
+        backend: BackendChoice,
+    ) -> RunLog;
+}
+
+/// Runs `experiment` on `Autodiff<DeterministicBackend<chosen backend>>`, or explains which
+/// cargo feature the choice needs.
+// Each arm returns from one of two `cfg` branches; the `return`s keep them symmetric.
+#[allow(clippy::needless_return)]
+pub fn run_on_backend<E: Experiment>(
+    experiment: &E,
+    backend: BackendChoice,
+) -> Result<RunLog, String> {
+    #[allow(unused_imports)]
+    use burn::backend::Autodiff;
+    #[allow(unused_imports)]
+    use burn_deterministic::DeterministicBackend;
+    #[allow(unused_variables)]
+    let missing = |feature: &str| {
+        Err(format!(
+            "backend {} needs the cargo feature `{feature}` (add `--features {feature}`)",
+            backend.name()
+        ))
+    };
+    match backend {
+        BackendChoice::Ndarray => {
+            #[cfg(feature = "ndarray")]
+            return Ok(
+                experiment.run::<Autodiff<DeterministicBackend<burn::backend::NdArray>>>(
+                    Default::default(),
+                    backend,
+                ),
+            );
+            #[cfg(not(feature = "ndarray"))]
+            return missing("ndarray");
+        }
+        BackendChoice::Flex => {
+            #[cfg(feature = "flex")]
+            return Ok(
+                experiment.run::<Autodiff<DeterministicBackend<burn::backend::Flex>>>(
+                    Default::default(),
+                    backend,
+                ),
+            );
+            #[cfg(not(feature = "flex"))]
+            return missing("flex");
+        }
+        BackendChoice::Wgpu => {
+            #[cfg(feature = "wgpu")]
+            {
+                let device = crate::wgpu_setup::vulkan_device()
+                    .ok_or("no Vulkan adapter for wgpu (install mesa-vulkan-drivers)")?;
+                return Ok(experiment
+                    .run::<Autodiff<DeterministicBackend<burn::backend::Wgpu>>>(device, backend));
+            }
+            #[cfg(not(feature = "wgpu"))]
+            return missing("wgpu");
+        }
+        BackendChoice::Cuda => {
+            #[cfg(feature = "cuda")]
+            return Ok(
+                experiment.run::<Autodiff<DeterministicBackend<burn::backend::Cuda>>>(
+                    Default::default(),
+                    backend,
+                ),
+            );
+            #[cfg(not(feature = "cuda"))]
+            return missing("cuda");
+        }
+    }
+}
+
+/// Prints the run's summary and writes `log.json` and `curves.png` into `dir`.
+pub fn report(log: &RunLog, dir: &Path) -> std::io::Result<()> {
+    println!();
+    println!(
+        "{} on {}: final validation metrics",
+        log.example,
+        log.backend.name()
+    );
+    for (name, value) in &log.final_metrics {
+        println!("  {name:<16} {value:.4}");
+    }
+    println!("training time       {:.1} s", log.training_seconds);
+    println!("parameters SHA-256  {}", log.parameter_sha256);
+    let json = log.write_json(dir)?;
+    let plot = log.write_plot(dir)?;
+    println!("wrote {} and {}", json.display(), plot.display());
+    Ok(())
+}
+
+/// The flow every training example's `main` shares: `--check-determinism` (two child processes),
+/// or save the config, build the experiment, train on the chosen backend, report. Errors end the
+/// process with status 2, a failed determinism check with status 1.
+pub fn run_example<E: Experiment>(
+    common: &CommonArgs,
+    example: &str,
+    save_config: impl FnOnce(&Path) -> std::io::Result<()>,
+    build: impl FnOnce(PathBuf) -> Result<E, String>,
+) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let fail = |message: String| {
+        eprintln!("error: {message}");
+        ExitCode::from(2)
+    };
+    let output_dir = common
+        .output_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("target/runs").join(example));
+    if common.check_determinism {
+        return match check_determinism(&output_dir) {
+            Ok(true) => {
+                println!("determinism check passed: identical parameters");
+                ExitCode::SUCCESS
+            }
+            Ok(false) => {
+                println!("determinism check FAILED: the parameter hashes differ");
+                ExitCode::from(1)
+            }
+            Err(e) => fail(e.to_string()),
+        };
+    }
+    if let Err(e) = std::fs::create_dir_all(&output_dir) {
+        return fail(format!("cannot create {}: {e}", output_dir.display()));
+    }
+    if let Err(e) = save_config(&output_dir.join("config.json")) {
+        return fail(format!("cannot write config.json: {e}"));
+    }
+    let experiment = match build(output_dir.clone()) {
+        Ok(experiment) => experiment,
+        Err(message) => return fail(message),
+    };
+    match run_on_backend(&experiment, common.backend) {
+        Ok(log) => match report(&log, &output_dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(format!("cannot write the results: {e}")),
+        },
+        Err(message) => fail(message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_log_round_trips_and_plots() {
+        let dir = std::env::temp_dir().join(format!("run-log-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let record = |epoch, split: &str, loss| EpochRecord {
+            epoch,
+            split: split.into(),
+            metrics: BTreeMap::from([("Loss".to_string(), loss)]),
+        };
+        let log = RunLog {
+            example: "test".into(),
+            backend: BackendChoice::Flex,
+            config: serde_json::json!({"epochs": 2}),
+            epochs: vec![
+                record(1, "train", 1.0),
+                record(1, "valid", 1.2),
+                record(2, "train", 0.5),
+                record(2, "valid", 0.7),
+            ],
+            final_metrics: BTreeMap::from([("mIoU".to_string(), 42.0)]),
+            training_seconds: 1.5,
+            parameter_sha256: "ab".repeat(32),
+        };
+        log.write_json(&dir).unwrap();
+        let back = RunLog::read_json(&dir).unwrap();
+        assert_eq!(back.epochs, log.epochs);
+        assert_eq!(back.parameter_sha256, log.parameter_sha256);
+        let plot = log.write_plot(&dir).unwrap();
+        assert!(std::fs::metadata(plot).unwrap().len() > 1000);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
