@@ -166,10 +166,12 @@ fn bench_backend<B: Backend>(
     B::Device: DeviceClass,
 {
     let mut group = c.benchmark_group(backend);
+    // BENCH_QUICK=1 (scripts/gpu-bench.sh): shorter runs to fit a 10-minute GPU session.
+    let quick = std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1");
     group
         .sample_size(10)
-        .measurement_time(Duration::from_secs(10))
-        .warm_up_time(Duration::from_secs(2));
+        .measurement_time(Duration::from_secs(if quick { 3 } else { 10 }))
+        .warm_up_time(Duration::from_secs(if quick { 1 } else { 2 }));
     for shape in shapes() {
         forward::<B>(&mut group, "native", &shape, device, native::<B>);
         if !matches!(shape.mode, InterpolateMode::Lanczos3) {
@@ -226,6 +228,9 @@ fn benches(c: &mut Criterion) {
     );
     #[cfg(feature = "flex")]
     bench_backend::<burn::backend::Flex>(c, "flex", &burn::backend::flex::FlexDevice, true);
+    // Burn 0.21's CUDA backend has no bilinear/bicubic backward: no native fwd+bwd.
+    #[cfg(feature = "cuda")]
+    bench_backend::<burn::backend::Cuda>(c, "cuda", &Default::default(), false);
 }
 
 criterion_group!(shapes_group, benches);

@@ -8,10 +8,10 @@
 //! with the same seed give bit-identical parameters.
 //!
 //! ```text
-//! cargo run --release --example segmentation                       # ndarray, CPU
-//! cargo run --release --example segmentation -- --check-determinism
-//! cargo run --release --example segmentation --features wgpu -- --backend wgpu
-//! cargo run --release --example segmentation -- --help
+//! cargo run --example segmentation                           # flex (CPU), the main job
+//! cargo run --example segmentation -- --check-determinism
+//! cargo run --example segmentation --features wgpu -- --backend wgpu
+//! cargo run --example segmentation -- --help
 //! ```
 
 use burn::config::Config;

@@ -84,6 +84,12 @@ fn fingerprint_of(backend: &str) -> Option<String> {
             let device = burn_deterministic_suite::wgpu_setup::vulkan_device()?;
             Some(fingerprint::<Train>(&device))
         }
+        #[cfg(feature = "cuda")]
+        "cuda" => {
+            use burn::backend::Cuda;
+            type Train = burn::backend::Autodiff<burn_deterministic::DeterministicBackend<Cuda>>;
+            Some(fingerprint::<Train>(&Default::default()))
+        }
         other => panic!("backend {other} is not enabled in this build"),
     }
 }
@@ -125,4 +131,11 @@ fn flex_forward_backward_is_bit_reproducible() {
 #[test]
 fn wgpu_forward_backward_is_bit_reproducible() {
     twice_and_in_two_processes("wgpu");
+}
+
+/// Run by `scripts/gpu-bench.sh` on a machine with an NVIDIA GPU (compile-checked in CI).
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_forward_backward_is_bit_reproducible() {
+    twice_and_in_two_processes("cuda");
 }

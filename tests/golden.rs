@@ -139,3 +139,21 @@ mod wgpu {
         check_golden::<DeterministicBackend<Autodiff<Wgpu>>>(&device, WGSL_F64_TOLERANCE);
     }
 }
+
+/// Run by `scripts/gpu-bench.sh` on a machine with an NVIDIA GPU (compile-checked in CI).
+#[cfg(feature = "cuda")]
+mod cuda {
+    use super::*;
+    use burn::backend::{Autodiff, Cuda};
+    use burn_deterministic::DeterministicBackend;
+
+    #[test]
+    fn golden_cuda_decorator_inside_autodiff() {
+        check_golden::<Autodiff<DeterministicBackend<Cuda>>>(&Default::default(), F64_TOLERANCE);
+    }
+
+    #[test]
+    fn golden_cuda_decorator_outside_autodiff() {
+        check_golden::<DeterministicBackend<Autodiff<Cuda>>>(&Default::default(), F64_TOLERANCE);
+    }
+}

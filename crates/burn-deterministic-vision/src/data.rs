@@ -299,6 +299,26 @@ fn ray_box(dir: [f32; 3], lo: [f32; 3], hi: [f32; 3]) -> Option<(f32, [f32; 3])>
     Some((near, normal))
 }
 
+impl Dataset<SegmentationSample> for SyntheticSegmentation {
+    fn get(&self, index: usize) -> Option<SegmentationSample> {
+        (index < self.len).then(|| SyntheticSegmentation::get(self, index))
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Dataset<DepthSample> for SyntheticDepth {
+    fn get(&self, index: usize) -> Option<DepthSample> {
+        (index < self.len).then(|| SyntheticDepth::get(self, index))
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,25 +359,5 @@ mod tests {
         let holes = s.depth.iter().filter(|d| **d == 0.0).count();
         assert!(holes > 0 && holes < s.depth.len() / 4, "{holes}");
         assert!(s.depth.iter().all(|d| *d == 0.0 || (0.5..20.0).contains(d)));
-    }
-}
-
-impl Dataset<SegmentationSample> for SyntheticSegmentation {
-    fn get(&self, index: usize) -> Option<SegmentationSample> {
-        (index < self.len).then(|| SyntheticSegmentation::get(self, index))
-    }
-
-    fn len(&self) -> usize {
-        self.len
-    }
-}
-
-impl Dataset<DepthSample> for SyntheticDepth {
-    fn get(&self, index: usize) -> Option<DepthSample> {
-        (index < self.len).then(|| SyntheticDepth::get(self, index))
-    }
-
-    fn len(&self) -> usize {
-        self.len
     }
 }

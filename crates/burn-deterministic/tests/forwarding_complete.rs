@@ -73,7 +73,35 @@ const TRAITS: &[(&str, &str, &str, &str)] = &[
     ),
 ];
 
+/// burn-backend's `src/`: the copy cargo unpacked into its registry for the build (version from
+/// the workspace's Cargo.lock), else wherever `cargo metadata` says. The registry comes first
+/// because `cargo metadata --offline` needs every package of the lock file downloaded, including
+/// other platforms' dependencies that a Linux build never fetches (e.g. clap's anstyle-wincon).
 fn burn_backend_src() -> PathBuf {
+    registry_copy().unwrap_or_else(metadata_copy)
+}
+
+fn registry_copy() -> Option<PathBuf> {
+    let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.lock");
+    let lock = std::fs::read_to_string(lock).ok()?;
+    let version = lock
+        .split("[[package]]")
+        .find(|p| p.contains("name = \"burn-backend\"\n"))?
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))?
+        .trim_end_matches('"')
+        .to_string();
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
+    std::fs::read_dir(home.join("registry/src"))
+        .ok()?
+        .flatten()
+        .map(|index| index.path().join(format!("burn-backend-{version}/src")))
+        .find(|src| src.is_dir())
+}
+
+fn metadata_copy() -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
     let out = Command::new(cargo)
