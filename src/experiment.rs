@@ -3,9 +3,14 @@
 //! `--check-determinism` driver that trains twice in two child processes and compares hashes.
 
 use crate::plot::{line_panel, Canvas, Series};
+use burn::data::dataloader::batcher::Batcher;
+use burn::data::dataloader::{DataLoader, DataLoaderBuilder};
+use burn::data::dataset::{Dataset, InMemDataset};
+use burn::tensor::backend::AutodiffBackend;
 use burn::train::logger::MetricLogger;
 use burn::train::metric::store::{EpochSummary, MetricsUpdate, Split};
 use burn::train::metric::{MetricDefinition, MetricId, NumericEntry};
+use burn_deterministic_vision::train::{HorizontalFlip, RandomFlip, SampleBatcher};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -238,6 +243,107 @@ pub fn check_determinism(output_dir: &Path) -> std::io::Result<bool> {
     println!("run 1 parameters SHA-256: {}", hashes[0]);
     println!("run 2 parameters SHA-256: {}", hashes[1]);
     Ok(hashes[0] == hashes[1])
+}
+
+/// The run settings every training example shares, nested as `run` in each example's Burn
+/// `Config` (and so in its `config.json`).
+#[derive(burn::config::Config, Debug)]
+pub struct RunConfig {
+    #[config(default = 10)]
+    pub epochs: usize,
+    #[config(default = 8)]
+    pub batch_size: usize,
+    /// Side of the square synthetic images (a multiple of 8).
+    #[config(default = 64)]
+    pub image_size: usize,
+    #[config(default = 256)]
+    pub train_size: usize,
+    #[config(default = 64)]
+    pub valid_size: usize,
+    #[config(default = 3e-3)]
+    pub learning_rate: f64,
+    #[config(default = 42)]
+    pub seed: u64,
+    /// A folder with `train/` and `valid/` subfolders of PNGs instead of synthetic data.
+    pub data_dir: Option<String>,
+}
+
+impl RunConfig {
+    /// Applies the command-line options that were given, then checks the result.
+    pub fn apply(&mut self, args: &CommonArgs) -> Result<(), String> {
+        self.epochs = args.epochs.unwrap_or(self.epochs);
+        self.batch_size = args.batch_size.unwrap_or(self.batch_size);
+        self.image_size = args.image_size.unwrap_or(self.image_size);
+        self.train_size = args.train_size.unwrap_or(self.train_size);
+        self.valid_size = args.valid_size.unwrap_or(self.valid_size);
+        self.learning_rate = args.learning_rate.unwrap_or(self.learning_rate);
+        self.seed = args.seed.unwrap_or(self.seed);
+        if let Some(dir) = &args.data_dir {
+            self.data_dir = Some(dir.display().to_string());
+        }
+        if self.image_size == 0 || !self.image_size.is_multiple_of(8) {
+            return Err(format!(
+                "--image-size must be a positive multiple of 8, got {}",
+                self.image_size
+            ));
+        }
+        if self.batch_size == 0 || self.epochs == 0 {
+            return Err("--batch-size and --epochs must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// Seed of the synthetic validation scenes: a different stream than the training scenes.
+    pub fn validation_seed(&self) -> u64 {
+        self.seed ^ 0x005E_ED0F_FA11
+    }
+
+    /// The learner's loaders: training shuffled by the seed with the seeded flip augmentation,
+    /// validation in order.
+    ///
+    /// One loader thread (no `num_workers`): burn's multi-worker loader yields batches in the
+    /// order the workers finish them, which changes the data order from run to run.
+    #[allow(clippy::type_complexity)]
+    pub fn loaders<B, I, TrainBatch, ValidBatch>(
+        &self,
+        train: Samples<I>,
+        valid: Samples<I>,
+        device: &B::Device,
+    ) -> (
+        Arc<dyn DataLoader<B, TrainBatch>>,
+        Arc<dyn DataLoader<B::InnerBackend, ValidBatch>>,
+    )
+    where
+        B: AutodiffBackend,
+        I: HorizontalFlip + Clone + std::fmt::Debug + Send + Sync + 'static,
+        SampleBatcher: Batcher<B, I, TrainBatch> + Batcher<B::InnerBackend, I, ValidBatch>,
+        TrainBatch: Clone + std::fmt::Debug + Send + 'static,
+        ValidBatch: Clone + std::fmt::Debug + Send + 'static,
+    {
+        let loader_train = DataLoaderBuilder::<B, _, _>::new(SampleBatcher)
+            .batch_size(self.batch_size)
+            .shuffle(self.seed)
+            .set_device(device.clone())
+            .build(RandomFlip {
+                inner: train,
+                seed: self.seed,
+            });
+        let loader_valid = DataLoaderBuilder::<B::InnerBackend, _, _>::new(SampleBatcher)
+            .batch_size(self.batch_size)
+            .set_device(device.clone())
+            .build(valid);
+        (loader_train, loader_valid)
+    }
+}
+
+/// Samples held in memory, shared by the learner's loaders and the final evaluation.
+pub type Samples<I> = Arc<InMemDataset<I>>;
+
+/// Reads every item of `data` into memory.
+pub fn in_memory<I: Clone + Send + Sync>(data: &dyn Dataset<I>) -> Samples<I> {
+    Arc::new(InMemDataset::new(
+        (0..data.len()).filter_map(|i| data.get(i)).collect(),
+    ))
 }
 
 /// Command-line options shared by the training examples. Options left out keep the value of the

@@ -232,7 +232,7 @@ fn segmentation_trains_on_a_png_folder() {
     ];
     assert_success(&run("segmentation", &args, &out));
     let log = read_run(&out, 1);
-    assert_eq!(log.config["data_dir"], serde_json::json!(data_arg));
+    assert_eq!(log.config["run"]["data_dir"], serde_json::json!(data_arg));
     // 2 validation images of 16×24: the confusion covered them (pixel accuracy is a fraction of
     // 768 pixels, so a multiple of 100/768).
     let accuracy = metric(&log, "pixel accuracy %");

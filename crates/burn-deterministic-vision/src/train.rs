@@ -301,7 +301,6 @@ impl<B: Backend> ItemLazy for DepthStepOutput<B> {
             let values: Vec<f32> = t.into_data().iter::<f32>().collect();
             values.chunks_exact(h * w).map(<[f32]>::to_vec).collect()
         };
-        debug_assert_eq!(per_image(self.truth.clone()).len(), n);
         DepthItem {
             loss: read_loss(self.loss, n),
             images: DepthImages {
@@ -602,6 +601,19 @@ impl Numeric for DepthMetric {
 // ---------------------------------------------------------------------------------------------
 // Evaluation outside the learner
 
+/// The items of `data` in order, `batch_size` at a time (the last batch may be smaller).
+fn in_order_batches<I>(
+    data: &impl Dataset<I>,
+    batch_size: usize,
+) -> impl Iterator<Item = Vec<I>> + '_ {
+    let batch_size = batch_size.max(1);
+    (0..data.len()).step_by(batch_size).map(move |start| {
+        (start..(start + batch_size).min(data.len()))
+            .filter_map(|i| data.get(i))
+            .collect()
+    })
+}
+
 /// Runs `model` over `data` in batches of `batch_size` (in order) and returns the mean loss and
 /// the segmentation metrics of the whole split.
 pub fn evaluate_segmentation<B: Backend>(
@@ -612,10 +624,7 @@ pub fn evaluate_segmentation<B: Backend>(
 ) -> (f64, crate::metrics::SegmentationMetrics) {
     let mut confusion = Confusion::new(model.classes);
     let mut loss = EpochLoss::default();
-    for start in (0..data.len()).step_by(batch_size.max(1)) {
-        let items = (start..(start + batch_size).min(data.len()))
-            .filter_map(|i| data.get(i))
-            .collect();
+    for items in in_order_batches(data, batch_size) {
         let item = model.step_output(SampleBatcher.batch(items, device)).sync();
         confusion.add(&item.pixels.predicted, &item.pixels.truth);
         loss.add(&item.loss);
@@ -633,10 +642,7 @@ pub fn evaluate_depth<B: Backend>(
 ) -> (f64, crate::metrics::DepthMetrics) {
     let mut accumulator = DepthAccumulator::new(true);
     let mut loss = EpochLoss::default();
-    for start in (0..data.len()).step_by(batch_size.max(1)) {
-        let items = (start..(start + batch_size).min(data.len()))
-            .filter_map(|i| data.get(i))
-            .collect();
+    for items in in_order_batches(data, batch_size) {
         let item = model.step_output(SampleBatcher.batch(items, device)).sync();
         for (p, t) in item.images.predicted.iter().zip(&item.images.truth) {
             accumulator.add_image(p, t);
