@@ -21,8 +21,8 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::train::logger::FileMetricLogger;
 use burn::train::{Learner, SupervisedTraining};
 use burn_deterministic_suite::experiment::{
-    in_memory, run_example, BackendChoice, CommonArgs, CurveLogger, Experiment, RunConfig, RunLog,
-    Samples,
+    execution_strategy, in_memory, run_example, BackendChoice, CommonArgs, CurveLogger, Experiment,
+    RunConfig, RunLog, Samples,
 };
 use burn_deterministic_suite::metrics::parameter_hash;
 use burn_deterministic_vision::data::{DepthSample, SyntheticDepth};
@@ -111,8 +111,10 @@ impl DepthExperiment {
 }
 
 impl Experiment for DepthExperiment {
-    fn run<B: AutodiffBackend>(&self, device: B::Device, backend: BackendChoice) -> RunLog {
+    fn run<B: AutodiffBackend>(&self, devices: Vec<B::Device>, backend: BackendChoice) -> RunLog {
         let (config, run) = (&self.config, &self.config.run);
+        let device = devices[0].clone();
+        let device_count = devices.len();
         // Parameters are drawn from the backend's generator: seed it before building the model.
         B::seed(&device, run.seed);
         let model = DepthNet::<B>::new(&device);
@@ -129,6 +131,7 @@ impl Experiment for DepthExperiment {
             .metric_valid_numeric(DepthMetric::new(DepthStatistic::Delta1))
             .metric_valid_numeric(DepthMetric::new(DepthStatistic::AbsRel))
             .metric_valid_numeric(DepthMetric::new(DepthStatistic::Rmse))
+            .with_training_strategy(execution_strategy::<B>(devices).into())
             .num_epochs(run.epochs)
             .summary();
         let learner = Learner::new(model, config.optimizer.init(), run.learning_rate);
@@ -148,6 +151,7 @@ impl Experiment for DepthExperiment {
         RunLog {
             example: "depth".into(),
             backend,
+            devices: device_count,
             config: serde_json::to_value(config).expect("config is serialisable"),
             epochs: curves.records(),
             final_metrics: BTreeMap::from([

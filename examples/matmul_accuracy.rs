@@ -47,7 +47,8 @@ fn policy(policy: RewritePolicy) -> DeterministicConfig {
 impl Experiment for Accuracy {
     /// The decorator's own backend type carries both paths: policy `never` is exactly the inner
     /// kernel, policy `always` the matmuls.
-    fn run<B: AutodiffBackend>(&self, device: B::Device, backend: BackendChoice) -> RunLog {
+    fn run<B: AutodiffBackend>(&self, devices: Vec<B::Device>, backend: BackendChoice) -> RunLog {
+        let device = &devices[0];
         let mut errors = BTreeMap::new();
         for (name, input, output, bicubic, align_corners) in SHAPES {
             let mode = if bicubic {
@@ -60,7 +61,7 @@ impl Experiment for Accuracy {
                 &uniform(7, input.iter().product()),
                 input,
                 DType::F32,
-                &device,
+                device,
             );
             let resize = |p| {
                 with_config(policy(p), || {
@@ -76,6 +77,7 @@ impl Experiment for Accuracy {
         RunLog {
             example: "matmul_accuracy".into(),
             backend,
+            devices: 1,
             config: serde_json::Value::Null,
             epochs: Vec::new(),
             final_metrics: errors,
@@ -87,7 +89,7 @@ impl Experiment for Accuracy {
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    match run_on_backend(&Accuracy, args.backend) {
+    match run_on_backend(&Accuracy, args.backend, 1) {
         Ok(log) => {
             let worst = log.final_metrics.values().fold(0.0f64, |a, &b| a.max(b));
             println!(

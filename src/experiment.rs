@@ -137,6 +137,8 @@ impl MetricLogger for CurveLogger {
 pub struct RunLog {
     pub example: String,
     pub backend: BackendChoice,
+    /// Devices trained on (data-parallel when more than one).
+    pub devices: usize,
     /// The Burn `Config` of the run, as JSON.
     pub config: serde_json::Value,
     pub epochs: Vec<EpochRecord>,
@@ -384,16 +386,52 @@ pub struct CommonArgs {
     /// the two runs are identical.
     #[arg(long)]
     pub check_determinism: bool,
+    /// Train data-parallel on this many devices of the backend (burn-train's multi-device
+    /// strategy): every device takes its own batch each step, gradients are summed on the
+    /// first. CUDA takes GPUs 0..N; CPU backends run one worker thread per "device" on the one
+    /// CPU device; wgpu cannot (see the README).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub devices: u16,
 }
 
 /// A training example that can run on any autodiff backend.
 pub trait Experiment {
+    /// Trains on `devices` (one or more; the first is the main device, where the optimizer
+    /// steps and validation run).
     fn run<B: burn::tensor::backend::AutodiffBackend>(
         &self,
-        device: B::Device,
+        devices: Vec<B::Device>,
         backend: BackendChoice,
     ) -> RunLog;
 }
+
+/// burn-train's execution strategy for `devices`: one device, or data-parallel over all of
+/// them with the optimizer on the first (`MultiDevice`, which needs nothing of the backend
+/// beyond `AutodiffBackend`).
+///
+/// Reproducibility: each step, every device computes the gradients of its own batch and the
+/// main device sums them in the order the workers finish. With two devices that order cannot
+/// change a bit (floating-point addition is commutative); with three or more it can, in the
+/// last bits of the summed gradients.
+pub fn execution_strategy<B: burn::tensor::backend::Backend>(
+    devices: Vec<B::Device>,
+) -> burn::train::ExecutionStrategy<B> {
+    use burn::train::{ExecutionStrategy, MultiDeviceOptim};
+    match devices.len() {
+        1 => ExecutionStrategy::SingleDevice(devices[0].clone()),
+        _ => ExecutionStrategy::MultiDevice(devices, MultiDeviceOptim::OptimMainDevice),
+    }
+}
+
+/// Why `--devices` above 1 is refused on wgpu. Found by running it: burn-cubecl 0.21 moves a
+/// tensor to another device with CubeCL's server-to-server transfer (`to_client_tensor`)
+/// whatever the runtime, and CubeCL 0.10's wgpu runtime leaves that transfer
+/// `unimplemented!()` (`comm_init`, `send`, `recv`). The panics happen on the device threads,
+/// and the training went on with garbage: below-chance mIoU, different parameters every run.
+pub const WGPU_SINGLE_DEVICE: &str = "--devices above 1 is not available on wgpu: Burn 0.21 \
+    cannot move a tensor between two wgpu devices (CubeCL 0.10's wgpu runtime has no \
+    server-to-server transfer), and burn-train's multi-device strategy moves the model and the \
+    gradients between devices";
 
 /// Runs `experiment` on `Autodiff<DeterministicBackend<chosen backend>>`, or explains which
 /// cargo feature the choice needs.
@@ -402,6 +440,7 @@ pub trait Experiment {
 pub fn run_on_backend<E: Experiment>(
     experiment: &E,
     backend: BackendChoice,
+    devices: usize,
 ) -> Result<RunLog, String> {
     #[allow(unused_imports)]
     use burn::backend::Autodiff;
@@ -419,7 +458,7 @@ pub fn run_on_backend<E: Experiment>(
             #[cfg(feature = "ndarray")]
             return Ok(
                 experiment.run::<Autodiff<DeterministicBackend<burn::backend::NdArray>>>(
-                    Default::default(),
+                    vec![Default::default(); devices],
                     backend,
                 ),
             );
@@ -430,7 +469,7 @@ pub fn run_on_backend<E: Experiment>(
             #[cfg(feature = "flex")]
             return Ok(
                 experiment.run::<Autodiff<DeterministicBackend<burn::backend::Flex>>>(
-                    Default::default(),
+                    vec![Default::default(); devices],
                     backend,
                 ),
             );
@@ -440,10 +479,17 @@ pub fn run_on_backend<E: Experiment>(
         BackendChoice::Wgpu => {
             #[cfg(feature = "wgpu")]
             {
+                if devices > 1 {
+                    return Err(WGPU_SINGLE_DEVICE.into());
+                }
                 let device = crate::wgpu_setup::vulkan_device()
                     .ok_or("no Vulkan adapter for wgpu (install mesa-vulkan-drivers)")?;
-                return Ok(experiment
-                    .run::<Autodiff<DeterministicBackend<burn::backend::Wgpu>>>(device, backend));
+                return Ok(
+                    experiment.run::<Autodiff<DeterministicBackend<burn::backend::Wgpu>>>(
+                        vec![device],
+                        backend,
+                    ),
+                );
             }
             #[cfg(not(feature = "wgpu"))]
             return missing("wgpu");
@@ -452,7 +498,9 @@ pub fn run_on_backend<E: Experiment>(
             #[cfg(feature = "cuda")]
             return Ok(
                 experiment.run::<Autodiff<DeterministicBackend<burn::backend::Cuda>>>(
-                    Default::default(),
+                    (0..devices)
+                        .map(burn::backend::cuda::CudaDevice::new)
+                        .collect(),
                     backend,
                 ),
             );
@@ -466,9 +514,11 @@ pub fn run_on_backend<E: Experiment>(
 pub fn report(log: &RunLog, dir: &Path) -> std::io::Result<()> {
     println!();
     println!(
-        "{} on {}: final validation metrics",
+        "{} on {} ({} device{}): final validation metrics",
         log.example,
-        log.backend.name()
+        log.backend.name(),
+        log.devices,
+        if log.devices == 1 { "" } else { "s" }
     );
     for (name, value) in &log.final_metrics {
         println!("  {name:<16} {value:.4}");
@@ -522,7 +572,7 @@ pub fn run_example<E: Experiment>(
         Ok(experiment) => experiment,
         Err(message) => return fail(message),
     };
-    match run_on_backend(&experiment, common.backend) {
+    match run_on_backend(&experiment, common.backend, common.devices.into()) {
         Ok(log) => match report(&log, &output_dir) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(format!("cannot write the results: {e}")),
@@ -547,6 +597,7 @@ mod tests {
         let log = RunLog {
             example: "test".into(),
             backend: BackendChoice::Flex,
+            devices: 1,
             config: serde_json::json!({"epochs": 2}),
             epochs: vec![
                 record(1, "train", 1.0),

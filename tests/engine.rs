@@ -154,11 +154,13 @@ fn banded_weight_memory_is_measured_and_grows_with_taps() {
     let dense = cache_stats();
     eprintln!("1024->4096 weights: banded kept {} B, peak while building {} B; dense kept {} B, peak {} B",
         banded.bytes, banded.peak_build_bytes, dense.bytes, dense.peak_build_bytes);
-    // Stated bound: a block of 64 outputs is a dense 64-column matrix over the inputs it reads,
-    // 64 · 1024/4096 = 16 plus the bilinear taps' halo (2) plus one for rounding, so at most
-    // 19 · 4096 weights for the height axis and the 4x4 width map: about 1/54 of the dense
-    // 16 MiB. While building, nothing larger is alive (a few impulse channels: 5 · 5120).
-    let bound = (19 * 4096 + 4 * 4) * 4;
+    // Stated bound. Forward band: a block of 64 outputs reads 64 · 1024/4096 = 16 inputs plus
+    // the bilinear taps' halo (2) plus one for rounding: at most 19 weights per output. Adjoint
+    // band: blocks of 16 inputs, each read by at most 19 · 4 outputs: again at most 19 weights
+    // per output. Plus each band's gather indices (64 windows, i64) and the tiny 4 -> 4 width
+    // map (two bands of 16 weights and 4 indices). About 1/25 of the dense 16 MiB. While
+    // building, nothing larger is alive (a few impulse channels: 5 · 5120).
+    let bound = (2 * 19 * 4096) * 4 + 64 * (19 + 19 * 4) * 8 + 2 * (16 * 4 + 4 * 8);
     assert!(banded.bytes <= bound, "{} > {bound}", banded.bytes);
     assert!(
         banded.peak_build_bytes <= bound,

@@ -205,6 +205,63 @@ fn segmentation_on_wgpu_is_deterministic_across_processes() {
     std::fs::remove_dir_all(out).unwrap();
 }
 
+/// A small segmentation run for the data-parallel tests.
+#[cfg(feature = "flex")]
+const SMALL_SEGMENTATION: [&str; 10] = [
+    "--classes",
+    "5",
+    "--epochs",
+    "2",
+    "--train-size",
+    "32",
+    "--valid-size",
+    "8",
+    "--image-size",
+    "32",
+];
+
+/// Data-parallel training on two devices (burn-train's `MultiDevice` strategy) completes, twice
+/// in two processes with identical parameters, and really splits the work: its parameters
+/// differ from a one-device run's. (wgpu refuses `--devices 2`: see
+/// `bad_options_fail_with_a_clear_message`.)
+#[cfg(feature = "flex")]
+fn two_devices_are_deterministic(backend: &str) {
+    let out = output_dir(&format!("seg-2dev-{backend}"));
+    let mut args = vec![
+        "--backend",
+        backend,
+        "--devices",
+        "2",
+        "--check-determinism",
+    ];
+    args.extend(SMALL_SEGMENTATION);
+    let output = run("segmentation", &args, &out);
+    assert_success(&output);
+    assert!(String::from_utf8_lossy(&output.stdout).contains("determinism check passed"));
+    let (a, b) = (
+        read_run(&out.join("run-1"), 2),
+        read_run(&out.join("run-2"), 2),
+    );
+    assert_eq!((a.devices, b.devices), (2, 2));
+    assert_eq!(a.parameter_sha256, b.parameter_sha256);
+
+    let single = out.join("single");
+    let mut args = vec!["--backend", backend];
+    args.extend(SMALL_SEGMENTATION);
+    assert_success(&run("segmentation", &args, &single));
+    let one = read_run(&single, 2);
+    assert_eq!(one.devices, 1);
+    assert_ne!(one.parameter_sha256, a.parameter_sha256);
+    std::fs::remove_dir_all(out).unwrap();
+}
+
+/// On flex, the two "devices" are two worker threads on the one CPU device.
+#[cfg(feature = "flex")]
+#[test]
+fn segmentation_on_two_flex_devices_is_deterministic() {
+    two_devices_are_deterministic("flex");
+}
+
 #[cfg(feature = "flex")]
 #[test]
 fn segmentation_trains_on_a_png_folder() {
@@ -267,6 +324,20 @@ fn bad_options_fail_with_a_clear_message() {
     let output = run("segmentation", &["--image-size", "30"], &out);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("multiple of 8"));
+    let output = run("segmentation", &["--devices", "0"], &out);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--devices"));
+    #[cfg(feature = "wgpu")]
+    {
+        let output = run(
+            "segmentation",
+            &["--backend", "wgpu", "--devices", "2"],
+            &out,
+        );
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("between two wgpu devices"), "{stderr}");
+    }
     #[cfg(not(feature = "cuda"))]
     {
         let output = run("depth", &["--backend", "cuda", "--epochs", "1"], &out);

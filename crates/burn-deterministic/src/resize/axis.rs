@@ -1,15 +1,19 @@
 //! One axis of a separable resize as a linear map `W: [out, in]`, stored dense or banded, and
 //! applied along dim 2 (height) or 3 (width) of an NCHW tensor, forward (`W`) or adjoint (`Wᵀ`).
 //!
-//! Banded: the output axis is split into blocks of `block_size` outputs; each block multiplies
-//! only the input window its taps touch (`slice` + `matmul` + `cat`), so FLOPs and weight memory
-//! grow with `taps × size` instead of `size²`. The adjoint accumulates each block's contribution
-//! into its input window, block after block in a fixed order. Both layouts are fixed sequences
-//! of plain ops: deterministic.
+//! Banded: the rows of a matrix are split into `K` blocks of `block` rows; block `k` multiplies
+//! only a window of `width` consecutive columns, the columns its taps touch. A whole pass is then
+//! one gather of the `K` windows (`select` along the resized dim, a read: no atomics) and one
+//! batched GEMM `[K, block, width] · [K, width, ·]`, so FLOPs and weight memory grow with
+//! `taps × size` instead of `size²`, with no per-block launches, slices or concatenations.
+//! The forward uses the band of `W` (blocks of outputs), the adjoint the band of `Wᵀ` (blocks of
+//! inputs, each reading the outputs that touch them): a gather too, never a scatter, so the
+//! backward needs no accumulation order at all. Both layouts are fixed sequences of plain ops:
+//! deterministic.
 
-use super::weights::{read_axis, tap_window};
+use super::weights::{read_axis, tap_window, AxisWeights};
 use burn_backend::ops::InterpolateOptions;
-use burn_backend::tensor::FloatTensor;
+use burn_backend::tensor::{FloatTensor, IntElem, IntTensor};
 use burn_backend::{Backend, DType, Shape, Slice, TensorData, TensorMetadata};
 use core::ops::Range;
 
@@ -20,13 +24,13 @@ pub(crate) enum Dim {
     Width,
 }
 
-/// One block of a banded map: `Wᵀ[inputs, outputs]`.
-#[derive(Debug, Clone)]
-pub(crate) struct Block<B: Backend> {
-    outputs: Range<usize>,
-    inputs: Range<usize>,
-    /// `[inputs.len(), outputs.len()]`
-    weights_t: FloatTensor<B>,
+impl Dim {
+    fn index(self) -> usize {
+        match self {
+            Dim::Height => 2,
+            Dim::Width => 3,
+        }
+    }
 }
 
 /// One axis' linear map.
@@ -34,30 +38,359 @@ pub(crate) struct Block<B: Backend> {
 pub(crate) enum AxisMap<B: Backend> {
     /// `Wᵀ` as one `[1, 1, in, out]` tensor, broadcast over N and C by the matmul.
     Dense { weights_t: FloatTensor<B> },
-    /// Blocks covering the outputs in order.
-    Banded { input: usize, blocks: Vec<Block<B>> },
+    /// `W` and `Wᵀ` as bands.
+    Banded { forward: Band<B>, adjoint: Band<B> },
 }
 
 /// How an axis map is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Layout {
     Dense,
-    Banded { block_size: usize },
+    /// Blocks of at most `block_size` outputs. `block_size: 1` keeps windows exact (see
+    /// [`BandShape::exact`]).
+    Banded {
+        block_size: usize,
+    },
 }
 
-/// The input window of outputs `outputs`.
-fn block_window(
-    outputs: &Range<usize>,
+/// The geometry of a band of a `[rows, columns]` matrix, given each block's column support.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct BandShape {
+    rows: usize,
+    columns: usize,
+    /// Rows per block; the last block may run past `rows` (zero weights, sliced off).
+    block: usize,
+    blocks: usize,
+    /// Columns per window: the widest block support.
+    width: usize,
+    /// Each window's first column.
+    starts: Vec<usize>,
+    /// Windows hold exactly their block's support: positions past it read an all-zero row
+    /// appended to the input instead of a neighbouring column, so that a non-finite value
+    /// reaches only the outputs whose taps touch it (`0 · NaN` would be NaN).
+    exact: bool,
+    /// Each block's support, for the exact windows.
+    supports: Vec<Range<usize>>,
+}
+
+impl BandShape {
+    /// `block_size` is an upper bound: the rows are split into equal blocks so that the last
+    /// one wastes as few rows as possible.
+    fn new(
+        rows: usize,
+        columns: usize,
+        block_size: usize,
+        exact: bool,
+        support: impl Fn(Range<usize>) -> Range<usize>,
+    ) -> Self {
+        let blocks = rows.div_ceil(block_size.max(1));
+        let block = rows.div_ceil(blocks);
+        let supports: Vec<Range<usize>> = (0..blocks)
+            .map(|k| support(k * block..((k + 1) * block).min(rows)))
+            .collect();
+        let width = supports.iter().map(|s| s.len()).max().unwrap_or(1).max(1);
+        let starts = supports
+            .iter()
+            .map(|s| {
+                if exact {
+                    s.start
+                } else {
+                    s.start.min(columns - width)
+                }
+            })
+            .collect();
+        Self {
+            rows,
+            columns,
+            block,
+            blocks,
+            width,
+            starts,
+            exact,
+            supports,
+        }
+    }
+
+    /// The column window position `j` of block `k` reads; `columns` is the appended zero row.
+    fn column(&self, k: usize, j: usize) -> usize {
+        let column = self.starts[k] + j;
+        if self.exact && column >= self.supports[k].end {
+            self.columns
+        } else {
+            column
+        }
+    }
+
+    /// Whether some window reads the appended zero row.
+    fn reads_zero_row(&self) -> bool {
+        self.exact && self.supports.iter().any(|s| s.len() < self.width)
+    }
+
+    /// Weights kept (`blocks × block × width`): also the multiply-adds per column of the
+    /// other axis.
+    fn weights(&self) -> usize {
+        self.blocks * self.block * self.width
+    }
+
+    /// Bytes kept on the device: weights in `dtype` and the gather's indices (counted as i64,
+    /// the widest integer element of Burn's backends).
+    fn bytes(&self, dtype: DType) -> u64 {
+        (self.weights() * dtype.size() + self.blocks * self.width * 8) as u64
+    }
+}
+
+/// One banded matrix `M: [rows, columns]` on the device (see the module docs).
+#[derive(Debug, Clone)]
+pub(crate) struct Band<B: Backend> {
+    shape: BandShape,
+    /// `[blocks, block, width]`
+    weights: FloatTensor<B>,
+    /// `[blocks · width]`: the column each window position reads.
+    indices: IntTensor<B>,
+}
+
+impl<B: Backend> Band<B> {
+    fn upload(
+        shape: BandShape,
+        weight: impl Fn(usize, usize) -> f64,
+        dtype: DType,
+        device: &B::Device,
+    ) -> Self {
+        let mut values = Vec::with_capacity(shape.weights());
+        let mut indices = Vec::with_capacity(shape.blocks * shape.width);
+        for k in 0..shape.blocks {
+            for r in k * shape.block..(k + 1) * shape.block {
+                for j in 0..shape.width {
+                    let column = shape.column(k, j);
+                    let inside = r < shape.rows && column < shape.columns;
+                    values.push(if inside { weight(r, column) } else { 0.0 });
+                }
+            }
+            indices.extend((0..shape.width).map(|j| shape.column(k, j) as i64));
+        }
+        let data = TensorData::new(values, [shape.blocks, shape.block, shape.width]);
+        let indices = TensorData::new(indices, [shape.blocks * shape.width]);
+        Self {
+            weights: float_in::<B>(data, dtype, device),
+            indices: B::int_from_data(indices.convert::<IntElem<B>>(), device),
+            shape,
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        let weights = self.weights.shape().num_elements() * self.weights.dtype().size();
+        let indices = self.indices.shape().num_elements() * self.indices.dtype().size();
+        (weights + indices) as u64
+    }
+
+    /// `M` applied along `dim` of `t`: `t`'s `columns` entries along `dim` become `rows`.
+    ///
+    /// Two fixed strategies, chosen by the band's shape alone (so both runs of a program take
+    /// the same one). A band that writes more than it reads (`block ≥ width`: upsampling
+    /// forwards) gathers all windows into one tensor and runs one batched GEMM whose result is
+    /// already NCHW: the large output is written once. A band that reads more than it writes
+    /// (adjoints of upsamples) multiplies each window as a view of `t` and concatenates the
+    /// small results: the large input is never copied.
+    fn apply(&self, t: FloatTensor<B>, dim: Dim) -> FloatTensor<B> {
+        let shape = &self.shape;
+        let y = if shape.block >= shape.width {
+            self.gathered(t, dim)
+        } else {
+            self.windowed(t, dim)
+        };
+        if shape.blocks * shape.block == shape.rows {
+            return y;
+        }
+        let axis = dim.index();
+        let slices: Vec<Slice> = y
+            .shape()
+            .iter()
+            .enumerate()
+            .map(|(d, &size)| Slice::from(0..if d == axis { shape.rows } else { size }))
+            .collect();
+        B::float_slice(y, &slices)
+    }
+
+    /// One gather of the windows and one batched GEMM.
+    fn gathered(&self, t: FloatTensor<B>, dim: Dim) -> FloatTensor<B> {
+        let axis = dim.index();
+        let BandShape {
+            block,
+            blocks,
+            width,
+            ..
+        } = self.shape;
+        let t = if self.shape.reads_zero_row() {
+            let mut shape = t.shape();
+            shape[axis] = 1;
+            let zeros = B::float_zeros(shape, &B::float_device(&t), t.dtype().into());
+            B::float_cat(vec![t, zeros], axis)
+        } else {
+            t
+        };
+        let windows = B::float_select(t, axis, self.indices.clone());
+        let [n, c, h, w] = windows.shape().dims::<4>();
+        match dim {
+            Dim::Height => {
+                // [1, K, block, width] · [N·C, K, width, W] = [N·C, K, block, W]: NCHW as is.
+                let weights =
+                    B::float_reshape(self.weights.clone(), Shape::new([1, blocks, block, width]));
+                let windows = B::float_reshape(windows, Shape::new([n * c, blocks, width, w]));
+                let y = B::float_matmul(weights, windows);
+                B::float_reshape(y, Shape::new([n, c, blocks * block, w]))
+            }
+            Dim::Width => {
+                // [N·C·H, K, 1, width] · [1, K, width, block] = [N·C·H, K, 1, block]: also
+                // NCHW as is. (Batching over K with the windows as a strided view instead
+                // needs two transposing copies of the output: measured 2× slower.)
+                let windows = B::float_reshape(windows, Shape::new([n * c * h, blocks, 1, width]));
+                let weights = B::float_reshape(
+                    B::float_transpose(self.weights.clone()),
+                    Shape::new([1, blocks, width, block]),
+                );
+                let y = B::float_matmul(windows, weights);
+                B::float_reshape(y, Shape::new([n, c, h, blocks * block]))
+            }
+        }
+    }
+
+    /// One GEMM per block on a view of its window, results concatenated in block order.
+    fn windowed(&self, t: FloatTensor<B>, dim: Dim) -> FloatTensor<B> {
+        let axis = dim.index();
+        let shape = &self.shape;
+        let (block, width) = (shape.block, shape.width);
+        let pieces = (0..shape.blocks)
+            .map(|k| {
+                // Exact windows hold only their support; the zero row is not needed here.
+                let (start, len) = if shape.exact {
+                    (shape.supports[k].start, shape.supports[k].len())
+                } else {
+                    (shape.starts[k], width)
+                };
+                if len == 0 {
+                    let mut zeros = t.shape();
+                    zeros[axis] = block;
+                    return B::float_zeros(zeros, &B::float_device(&t), t.dtype().into());
+                }
+                let window = slice_along::<B>(t.clone(), axis, start..start + len);
+                let weights = B::float_slice(
+                    self.weights.clone(),
+                    &[
+                        Slice::from(k..k + 1),
+                        Slice::from(0..block),
+                        Slice::from(0..len),
+                    ],
+                );
+                let weights = B::float_reshape(weights, Shape::new([1, 1, block, len]));
+                match dim {
+                    Dim::Height => B::float_matmul(weights, window),
+                    Dim::Width => B::float_matmul(window, B::float_transpose(weights)),
+                }
+            })
+            .collect();
+        B::float_cat(pieces, axis)
+    }
+}
+
+/// `t` restricted to `range` along `axis`.
+fn slice_along<B: Backend>(t: FloatTensor<B>, axis: usize, range: Range<usize>) -> FloatTensor<B> {
+    let slices: Vec<Slice> = t
+        .shape()
+        .iter()
+        .enumerate()
+        .map(|(d, &size)| Slice::from(if d == axis { range.clone() } else { 0..size }))
+        .collect();
+    B::float_slice(t, &slices)
+}
+
+/// A float tensor of `data` in `dtype` on `device`.
+fn float_in<B: Backend>(data: TensorData, dtype: DType, device: &B::Device) -> FloatTensor<B> {
+    let tensor = B::float_from_data(data.convert_dtype(dtype), device);
+    if tensor.dtype() != dtype {
+        B::float_cast(tensor, dtype.into())
+    } else {
+        tensor
+    }
+}
+
+/// Rows per block of the adjoint band, for `block_size` outputs per block of the forward one:
+/// as many inputs as such a block reads, so that both bands have about the same aspect (and
+/// the same cost). Exact windows stay exact.
+fn adjoint_block(block_size: usize, input: usize, output: usize) -> usize {
+    if block_size == 1 {
+        1
+    } else {
+        ((block_size * input) / output).max(1)
+    }
+}
+
+/// The input range each output may read, and the output range each input may be read by, from
+/// the conservative tap windows (before any weight is read).
+fn estimated_supports(
     input: usize,
     output: usize,
     options: &InterpolateOptions,
-) -> Range<usize> {
-    let first = tap_window(outputs.start, input, output, options);
-    let last = tap_window(outputs.end - 1, input, output, options);
-    first.start.min(last.start)..first.end.max(last.end)
+) -> (Vec<Range<usize>>, Vec<Range<usize>>) {
+    let forward: Vec<_> = (0..output)
+        .map(|o| tap_window(o, input, output, options))
+        .collect();
+    (transpose_supports(&forward, input), forward)
 }
 
-/// Multiply-adds per column of the other axis in `layout`: also the number of weights it keeps.
+/// Per column of a matrix with row supports `rows`, the range of rows that read it.
+fn transpose_supports(rows: &[Range<usize>], columns: usize) -> Vec<Range<usize>> {
+    let mut first = vec![usize::MAX; columns];
+    let mut last = vec![0; columns];
+    for (r, support) in rows.iter().enumerate() {
+        for c in support.clone() {
+            first[c] = first[c].min(r);
+            last[c] = last[c].max(r + 1);
+        }
+    }
+    (0..columns)
+        .map(|c| {
+            if first[c] == usize::MAX {
+                0..0 // read by no row
+            } else {
+                first[c]..last[c]
+            }
+        })
+        .collect()
+}
+
+/// The union of the non-empty supports of `block` (empty when all are).
+fn union(supports: &[Range<usize>], block: Range<usize>) -> Range<usize> {
+    let parts = supports[block].iter().filter(|s| !s.is_empty());
+    let start = parts.clone().map(|s| s.start).min();
+    let end = parts.map(|s| s.end).max();
+    match (start, end) {
+        (Some(start), Some(end)) => start..end,
+        _ => 0..0,
+    }
+}
+
+/// Both bands' shapes of `layout` for one axis, from conservative supports.
+fn band_shapes(
+    block_size: usize,
+    input: usize,
+    output: usize,
+    forward: &[Range<usize>],
+    adjoint: &[Range<usize>],
+) -> (BandShape, BandShape) {
+    let exact = block_size == 1;
+    (
+        BandShape::new(output, input, block_size, exact, |b| union(forward, b)),
+        BandShape::new(
+            input,
+            output,
+            adjoint_block(block_size, input, output),
+            exact,
+            |b| union(adjoint, b),
+        ),
+    )
+}
+
+/// Multiply-adds per column of the other axis in `layout` (forward).
 pub(crate) fn cost(
     layout: Layout,
     input: usize,
@@ -66,14 +399,17 @@ pub(crate) fn cost(
 ) -> u64 {
     match layout {
         Layout::Dense => (input * output) as u64,
-        Layout::Banded { block_size } => blocks(output, block_size)
-            .map(|o| (block_window(&o, input, output, options).len() * o.len()) as u64)
-            .sum(),
+        Layout::Banded { block_size } => {
+            let (adjoint, forward) = estimated_supports(input, output, options);
+            let (forward, _) = band_shapes(block_size, input, output, &forward, &adjoint);
+            forward.weights() as u64
+        }
     }
 }
 
-/// Bytes one axis' weights take on the device in `layout`: what is kept, plus what reading the
-/// weights off the kernel holds at once (a few impulse channels and their response).
+/// Bytes one axis' weights take on the device in `layout` (an upper bound from conservative
+/// tap windows): what is kept, or what reading the weights off the kernel holds at once (a
+/// few impulse channels and their response), whichever is larger.
 pub(crate) fn build_bytes(
     layout: Layout,
     input: usize,
@@ -81,19 +417,17 @@ pub(crate) fn build_bytes(
     options: &InterpolateOptions,
     dtype: DType,
 ) -> u64 {
-    let widest = (0..output)
-        .map(|o| tap_window(o, input, output, options).len())
-        .max()
-        .unwrap_or(1);
-    let reading = (widest + 1).min(input) * (input + output);
-    let kept = cost(layout, input, output, options) as usize;
-    (kept.max(reading) * dtype.size()) as u64
-}
-
-fn blocks(output: usize, block_size: usize) -> impl Iterator<Item = Range<usize>> {
-    (0..output)
-        .step_by(block_size)
-        .map(move |start| start..(start + block_size).min(output))
+    let (adjoint, forward) = estimated_supports(input, output, options);
+    let widest = forward.iter().map(|w| w.len()).max().unwrap_or(1);
+    let reading = ((widest + 1).min(input) * (input + output) * dtype.size()) as u64;
+    let kept = match layout {
+        Layout::Dense => (input * output * dtype.size()) as u64,
+        Layout::Banded { block_size } => {
+            let (f, a) = band_shapes(block_size, input, output, &forward, &adjoint);
+            f.bytes(dtype) + a.bytes(dtype)
+        }
+    };
+    kept.max(reading)
 }
 
 impl<B: Backend> AxisMap<B> {
@@ -108,40 +442,26 @@ impl<B: Backend> AxisMap<B> {
         device: &B::Device,
     ) -> (Self, u64) {
         let weights = read_axis::<B>(input, output, options, dtype, device);
-        let upload = |inputs: Range<usize>, outputs: Range<usize>| {
-            let values: Vec<f64> = inputs
-                .clone()
-                .flat_map(|i| outputs.clone().map(move |o| (i, o)))
-                .map(|(i, o)| weights.get(o, i))
-                .collect();
-            let data = TensorData::new(values, [inputs.len(), outputs.len()]);
-            let tensor = B::float_from_data(data.convert_dtype(dtype), device);
-            if tensor.dtype() != dtype {
-                B::float_cast(tensor, dtype.into())
-            } else {
-                tensor
-            }
-        };
         let map = match layout {
-            Layout::Dense => AxisMap::Dense {
-                weights_t: B::float_reshape(
-                    upload(0..input, 0..output),
-                    Shape::new([1, 1, input, output]),
-                ),
-            },
-            Layout::Banded { block_size } => AxisMap::Banded {
-                input,
-                blocks: blocks(output, block_size)
-                    .map(|outputs| {
-                        let inputs = weights.support(outputs.clone());
-                        Block {
-                            weights_t: upload(inputs.clone(), outputs.clone()),
-                            outputs,
-                            inputs,
-                        }
-                    })
-                    .collect(),
-            },
+            Layout::Dense => {
+                let values: Vec<f64> = (0..input)
+                    .flat_map(|i| (0..output).map(move |o| (i, o)))
+                    .map(|(i, o)| weights.get(o, i))
+                    .collect();
+                let data = TensorData::new(values, [1, 1, input, output]);
+                AxisMap::Dense {
+                    weights_t: float_in::<B>(data, dtype, device),
+                }
+            }
+            Layout::Banded { block_size } => {
+                let forward = exact_supports(&weights, output);
+                let adjoint = transpose_supports(&forward, input);
+                let (f, a) = band_shapes(block_size, input, output, &forward, &adjoint);
+                AxisMap::Banded {
+                    forward: Band::upload(f, |o, i| weights.get(o, i), dtype, device),
+                    adjoint: Band::upload(a, |i, o| weights.get(o, i), dtype, device),
+                }
+            }
         };
         let peak = map.bytes().max(weights.read_bytes);
         (map, peak)
@@ -149,130 +469,51 @@ impl<B: Backend> AxisMap<B> {
 
     /// Bytes held by the map's tensors.
     pub(crate) fn bytes(&self) -> u64 {
-        let bytes = |t: &FloatTensor<B>| (t.shape().num_elements() * t.dtype().size()) as u64;
         match self {
-            AxisMap::Dense { weights_t, .. } => bytes(weights_t),
-            AxisMap::Banded { blocks, .. } => blocks.iter().map(|b| bytes(&b.weights_t)).sum(),
+            AxisMap::Dense { weights_t } => {
+                (weights_t.shape().num_elements() * weights_t.dtype().size()) as u64
+            }
+            AxisMap::Banded { forward, adjoint } => forward.bytes() + adjoint.bytes(),
         }
     }
 
-    /// Multiply-adds per column of the other axis.
+    pub(crate) fn is_dense(&self) -> bool {
+        matches!(self, AxisMap::Dense { .. })
+    }
+
+    /// Multiply-adds per column of the other axis (forward).
     pub(crate) fn macs(&self) -> u64 {
         match self {
-            AxisMap::Dense { weights_t, .. } => weights_t.shape().num_elements() as u64,
-            AxisMap::Banded { blocks, .. } => blocks
-                .iter()
-                .map(|b| (b.inputs.len() * b.outputs.len()) as u64)
-                .sum(),
+            AxisMap::Dense { weights_t } => weights_t.shape().num_elements() as u64,
+            AxisMap::Banded { forward, .. } => forward.shape.weights() as u64,
         }
     }
 
     /// `W` applied along `dim` of `t` (the forward resize of that axis).
     pub(crate) fn forward(&self, t: FloatTensor<B>, dim: Dim) -> FloatTensor<B> {
-        if let AxisMap::Dense { weights_t } = self {
-            // One batched GEMM on the NCHW tensor (measured faster than the matrix form below
-            // on ndarray and flex: no permutation of the large output).
-            return multiply::<B>(t, weights_t.clone(), dim, false);
+        match self {
+            AxisMap::Dense { weights_t } => multiply::<B>(t, weights_t.clone(), dim, false),
+            AxisMap::Banded { forward, .. } => forward.apply(t, dim),
         }
-        let (t, restore) = to_matrix::<B>(t, dim);
-        let y = match self {
-            AxisMap::Dense { .. } => unreachable!("handled above"),
-            AxisMap::Banded { blocks, .. } => {
-                let pieces = blocks
-                    .iter()
-                    .map(|block| {
-                        let window = slice_axis::<B>(t.clone(), dim, block.inputs.clone());
-                        multiply::<B>(window, block.weights_t.clone(), dim, false)
-                    })
-                    .collect();
-                B::float_cat(pieces, axis_of(dim))
-            }
-        };
-        restore.apply::<B>(y)
     }
 
     /// `Wᵀ` applied along `dim` of `g` (the adjoint: gradient of the forward).
     pub(crate) fn adjoint(&self, g: FloatTensor<B>, dim: Dim) -> FloatTensor<B> {
-        if let AxisMap::Dense { weights_t } = self {
-            return multiply::<B>(g, weights_t.clone(), dim, true);
-        }
-        let (g, restore) = to_matrix::<B>(g, dim);
-        let dx = match self {
-            AxisMap::Dense { .. } => unreachable!("handled above"),
-            AxisMap::Banded { input, blocks } => {
-                let mut shape = g.shape();
-                shape[axis_of(dim)] = *input;
-                let device = B::float_device(&g);
-                let mut dx = B::float_zeros(shape, &device, g.dtype().into());
-                // Block after block, in order: windows of neighbouring blocks overlap by a few
-                // taps, and a fixed accumulation order keeps the sum reproducible.
-                for block in blocks {
-                    let rows = slice_axis::<B>(g.clone(), dim, block.outputs.clone());
-                    let contribution = multiply::<B>(rows, block.weights_t.clone(), dim, true);
-                    let current = slice_axis::<B>(dx.clone(), dim, block.inputs.clone());
-                    let ranges = axis_slices(&dx.shape(), dim, block.inputs.clone());
-                    dx = B::float_slice_assign(dx, &ranges, B::float_add(current, contribution));
-                }
-                dx
-            }
-        };
-        restore.apply::<B>(dx)
-    }
-}
-
-/// The NCHW tensor as one matrix whose rows (height) or columns (width) are the resized axis,
-/// so that every multiplication is a single large 2-D GEMM (`[out, in] · [in, N·C·W]` or
-/// `[N·C·H, in] · [in, out]`) instead of `N·C` small ones.
-fn to_matrix<B: Backend>(t: FloatTensor<B>, dim: Dim) -> (FloatTensor<B>, Restore) {
-    let [n, c, h, w] = t.shape().dims::<4>();
-    match dim {
-        Dim::Height => {
-            let t = B::float_permute(t, &[2, 0, 1, 3]);
-            (
-                B::float_reshape(t, Shape::new([h, n * c * w])),
-                Restore::Height([n, c, w]),
-            )
-        }
-        Dim::Width => (
-            B::float_reshape(t, Shape::new([n * c * h, w])),
-            Restore::Width([n, c, h]),
-        ),
-    }
-}
-
-/// How to turn the resized matrix back into NCHW.
-enum Restore {
-    Height([usize; 3]),
-    Width([usize; 3]),
-}
-
-impl Restore {
-    fn apply<B: Backend>(self, m: FloatTensor<B>) -> FloatTensor<B> {
         match self {
-            Restore::Height([n, c, w]) => {
-                let rows = m.shape()[0];
-                let t = B::float_reshape(m, Shape::new([rows, n, c, w]));
-                B::float_permute(t, &[1, 2, 0, 3])
-            }
-            Restore::Width([n, c, h]) => {
-                let columns = m.shape()[1];
-                B::float_reshape(m, Shape::new([n, c, h, columns]))
-            }
+            AxisMap::Dense { weights_t } => multiply::<B>(g, weights_t.clone(), dim, true),
+            AxisMap::Banded { adjoint, .. } => adjoint.apply(g, dim),
         }
     }
 }
 
-/// The matrix axis the resized dimension lies on.
-fn axis_of(dim: Dim) -> usize {
-    match dim {
-        Dim::Height => 0,
-        Dim::Width => 1,
-    }
+/// The exact (trimmed, non-zero) input support of every output.
+fn exact_supports(weights: &AxisWeights, output: usize) -> Vec<Range<usize>> {
+    (0..output).map(|o| weights.support(o..o + 1)).collect()
 }
 
-/// `Wᵀ` multiplication: forward `W · t` (height) or `t · Wᵀ` (width); with `adjoint`, `Wᵀ · t`
-/// or `t · W`. Works on the matrix form (`weights_t: [in, out]`) and on NCHW tensors with
-/// `weights_t: [1, 1, in, out]` broadcast over N and C: the last two dims are the matrix.
+/// Dense multiplication on NCHW tensors with `weights_t: [1, 1, in, out]` broadcast over N and
+/// C (one batched GEMM, no permutation of the large tensor): forward `W · t` (height) or
+/// `t · Wᵀ` (width); with `adjoint`, `Wᵀ · t` or `t · W`.
 fn multiply<B: Backend>(
     t: FloatTensor<B>,
     weights_t: FloatTensor<B>,
@@ -287,32 +528,41 @@ fn multiply<B: Backend>(
     }
 }
 
-fn axis_slices(shape: &Shape, dim: Dim, range: Range<usize>) -> Vec<Slice> {
-    (0..2)
-        .map(|axis| {
-            if axis == axis_of(dim) {
-                Slice::from(range.clone())
-            } else {
-                Slice::from(0..shape[axis])
-            }
-        })
-        .collect()
-}
-
-fn slice_axis<B: Backend>(t: FloatTensor<B>, dim: Dim, range: Range<usize>) -> FloatTensor<B> {
-    let slices = axis_slices(&t.shape(), dim, range);
-    B::float_slice(t, &slices)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use burn_backend::ops::InterpolateMode;
 
     #[test]
-    fn blocks_cover_the_outputs_in_order() {
-        let all: Vec<_> = blocks(10, 4).collect();
-        assert_eq!(all, vec![0..4, 4..8, 8..10]);
+    fn blocks_split_the_rows_evenly_and_windows_stay_inside() {
+        let supports: Vec<Range<usize>> = (0..10).map(|r| r / 2..r / 2 + 2).collect();
+        let shape = BandShape::new(10, 6, 4, false, |b| union(&supports, b));
+        // ceil(10 / 4) = 3 blocks of ceil(10 / 3) = 4 rows: 12 rows, the last two zero.
+        assert_eq!((shape.blocks, shape.block, shape.width), (3, 4, 3));
+        assert_eq!(shape.starts, vec![0, 2, 3]); // the last window moved back inside
+        assert!(!shape.reads_zero_row());
+        let exact = BandShape::new(10, 6, 1, true, |b| union(&supports, b));
+        assert_eq!((exact.blocks, exact.block, exact.width), (10, 1, 2));
+        // Row 9 reads 4..6, exactly its support: no zero row needed.
+        assert_eq!(exact.column(9, 1), 5);
+        let ragged: Vec<Range<usize>> = vec![0..1, 0..2, 3..3];
+        let exact = BandShape::new(3, 4, 1, true, |b| union(&ragged, b));
+        assert!(exact.reads_zero_row());
+        assert_eq!(exact.column(0, 1), 4, "past the support: the zero row");
+        assert_eq!(
+            (exact.column(2, 0), exact.column(2, 1)),
+            (4, 4),
+            "read by nothing"
+        );
+    }
+
+    #[test]
+    fn transposed_supports_list_the_rows_that_read_each_column() {
+        let rows = vec![0..2, 1..3, 4..5];
+        assert_eq!(
+            transpose_supports(&rows, 6),
+            vec![0..1, 0..2, 1..2, 0..0, 2..3, 0..0]
+        );
     }
 
     #[test]
