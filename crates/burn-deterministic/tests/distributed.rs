@@ -14,25 +14,30 @@ use burn::backend::wgpu::{graphics::Vulkan, init_setup, Wgpu, WgpuDevice};
 use burn_backend::distributed::{
     get_distributed_sync_client, DistributedBackend, DistributedConfig, ReduceOperation, TensorRef,
 };
-use burn_backend::{Backend, TensorData};
+use burn_backend::ops::FloatTensorOps;
+use burn_backend::TensorData;
 use burn_deterministic::DeterministicBackend;
+use std::sync::OnceLock;
 
 type Det = DeterministicBackend<Wgpu>;
 
-/// The default wgpu device on Vulkan; `None` (reason printed) without an adapter, unless
+/// The default wgpu device on Vulkan, initialised once per process (a second `init_setup` of
+/// the same device panics); `None` (reason printed) without an adapter, unless
 /// `BURN_DETERMINISTIC_REQUIRE_WGPU=1` (CI), which turns the skip into a failure.
 fn device() -> Option<WgpuDevice> {
+    static FOUND: OnceLock<bool> = OnceLock::new();
     let device = WgpuDevice::DefaultDevice;
-    match std::panic::catch_unwind(|| init_setup::<Vulkan>(&device, Default::default())) {
-        Ok(_) => Some(device),
-        Err(_) if std::env::var("BURN_DETERMINISTIC_REQUIRE_WGPU").is_ok_and(|v| v == "1") => {
-            panic!("BURN_DETERMINISTIC_REQUIRE_WGPU=1 but no Vulkan adapter for wgpu")
-        }
-        Err(_) => {
-            eprintln!("SKIPPED: no Vulkan adapter for wgpu (install mesa-vulkan-drivers)");
-            None
-        }
+    let found = *FOUND.get_or_init(|| {
+        std::panic::catch_unwind(|| init_setup::<Vulkan>(&device, Default::default())).is_ok()
+    });
+    if found {
+        return Some(device);
     }
+    if std::env::var("BURN_DETERMINISTIC_REQUIRE_WGPU").is_ok_and(|v| v == "1") {
+        panic!("BURN_DETERMINISTIC_REQUIRE_WGPU=1 but no Vulkan adapter for wgpu");
+    }
+    eprintln!("SKIPPED: no Vulkan adapter for wgpu (install mesa-vulkan-drivers)");
+    None
 }
 
 #[test]
