@@ -11,7 +11,9 @@
 //! decorator (policy `always`, dense and banded), the native kernel (backward only where the
 //! backend has one: flex) and the gather decomposition (backward: scatter-add).
 //!
-//! `cargo bench --bench resize_shapes --features flex [-- FILTER]`
+//! `cargo bench --bench resize_shapes --features flex [-- FILTER]`; with `--features wgpu` also
+//! on wgpu (group `wgpu_functional_only`: on software Vulkan a functional check, not a speed
+//! figure).
 
 use burn::backend::Autodiff;
 use burn::tensor::backend::{AutodiffBackend, Backend};
@@ -228,6 +230,12 @@ fn benches(c: &mut Criterion) {
     );
     #[cfg(feature = "flex")]
     bench_backend::<burn::backend::Flex>(c, "flex", &burn::backend::flex::FlexDevice, true);
+    // Software Vulkan (llvmpipe): runs the real CubeCL kernels, so this checks that every
+    // variant works on the accelerator path; its timings say nothing about a GPU.
+    #[cfg(feature = "wgpu")]
+    if let Some(device) = burn_deterministic_suite::wgpu_setup::vulkan_device() {
+        bench_backend::<burn::backend::Wgpu>(c, "wgpu_functional_only", &device, false);
+    }
     // Burn 0.21's CUDA backend has no bilinear/bicubic backward: no native fwd+bwd.
     #[cfg(feature = "cuda")]
     bench_backend::<burn::backend::Cuda>(c, "cuda", &Default::default(), false);
