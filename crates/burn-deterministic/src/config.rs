@@ -94,8 +94,10 @@ pub enum WeightLayout {
     Auto,
     /// One `out × in` matrix per axis: two large GEMMs.
     Dense,
-    /// Blocks of `block_size` outputs, each multiplying only the input window its taps touch.
-    /// With `block_size: 1` a non-finite input spreads no further than the native kernel's taps.
+    /// Blocks of at most `block_size` outputs, each multiplying only the window of inputs its
+    /// taps touch (windows padded to one width per axis); the adjoint uses blocks of inputs.
+    /// With `block_size: 1` windows are exact: a non-finite input spreads no further than the
+    /// native kernel's taps.
     Banded,
 }
 
@@ -109,8 +111,9 @@ pub struct DeterministicConfig {
     /// Outputs per block of the banded layout (≥ 1). Default 64.
     pub block_size: usize,
     /// `auto` layout: banded when `dense MACs ≥ banded_min_gain × banded MACs` (> 0). Default
-    /// 16: the banded path pays for slicing and concatenation, and on a 4× upsample (6.7× fewer
-    /// MACs) it still measured 1.5–2× slower than dense on ndarray and flex.
+    /// 16: on a 4× upsample of 128-wide axes (6.7× fewer MACs) the banded forward measured as
+    /// fast as dense on flex and 1.5× slower on ndarray (its width pass is a batch of thin
+    /// GEMMs); it wins clearly only on large axes and in the backward.
     pub banded_min_gain: f64,
     /// Bytes one axis' weights may take while built and kept, in the chosen layout. A resize
     /// that cannot fit is refused with [`crate::ResizeError::WeightsTooLarge`] before any
