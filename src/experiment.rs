@@ -428,6 +428,7 @@ pub fn execution_strategy<B: burn::tensor::backend::Backend>(
 /// whatever the runtime, and CubeCL 0.10's wgpu runtime leaves that transfer
 /// `unimplemented!()` (`comm_init`, `send`, `recv`). The panics happen on the device threads,
 /// and the training went on with garbage: below-chance mIoU, different parameters every run.
+/// The cause lies below the decorator: plain `Wgpu` has it too.
 pub const WGPU_SINGLE_DEVICE: &str = "--devices above 1 is not available on wgpu: Burn 0.21 \
     cannot move a tensor between two wgpu devices (CubeCL 0.10's wgpu runtime has no \
     server-to-server transfer), and burn-train's multi-device strategy moves the model and the \

@@ -2,14 +2,14 @@
 //! applied along dim 2 (height) or 3 (width) of an NCHW tensor, forward (`W`) or adjoint (`Wᵀ`).
 //!
 //! Banded: the rows of a matrix are split into `K` blocks of `block` rows; block `k` multiplies
-//! only a window of `width` consecutive columns, the columns its taps touch. A whole pass is then
-//! one gather of the `K` windows (`select` along the resized dim, a read: no atomics) and one
-//! batched GEMM `[K, block, width] · [K, width, ·]`, so FLOPs and weight memory grow with
-//! `taps × size` instead of `size²`, with no per-block launches, slices or concatenations.
-//! The forward uses the band of `W` (blocks of outputs), the adjoint the band of `Wᵀ` (blocks of
-//! inputs, each reading the outputs that touch them): a gather too, never a scatter, so the
-//! backward needs no accumulation order at all. Both layouts are fixed sequences of plain ops:
-//! deterministic.
+//! only a window of `width` consecutive columns, the columns its taps touch, so FLOPs and weight
+//! memory grow with `taps × size` instead of `size²`. A pass is either one gather of the `K`
+//! windows (`select` along the resized dim, a read: no atomics) and one batched GEMM
+//! `[K, block, width] · [K, width, ·]`, or one GEMM per window view and a concatenation (see
+//! [`Band::apply`] for which). The forward uses the band of `W` (blocks of outputs), the adjoint
+//! the band of `Wᵀ` (blocks of inputs, each reading the outputs that touch them): no scatter, so
+//! the backward needs no accumulation order at all. Both layouts are fixed sequences of plain
+//! ops: deterministic.
 
 use super::weights::{read_axis, tap_window, AxisWeights};
 use burn_backend::ops::InterpolateOptions;
