@@ -220,20 +220,15 @@ const SMALL_SEGMENTATION: [&str; 10] = [
     "32",
 ];
 
-/// Data-parallel training on two devices (burn-train's `MultiDevice` strategy) completes, twice
-/// in two processes with identical parameters, and really splits the work: its parameters
-/// differ from a one-device run's. (wgpu refuses `--devices 2`: see
-/// `bad_options_fail_with_a_clear_message`.)
+/// Data-parallel training on two devices (burn-train's `MultiDevice` strategy; on flex, two
+/// worker threads on the one CPU device) completes, twice in two processes with identical
+/// parameters, and really splits the work: its parameters differ from a one-device run's.
+/// (wgpu refuses `--devices 2`: see `bad_options_fail_with_a_clear_message`.)
 #[cfg(feature = "flex")]
-fn two_devices_are_deterministic(backend: &str) {
-    let out = output_dir(&format!("seg-2dev-{backend}"));
-    let mut args = vec![
-        "--backend",
-        backend,
-        "--devices",
-        "2",
-        "--check-determinism",
-    ];
+#[test]
+fn segmentation_on_two_flex_devices_is_deterministic() {
+    let out = output_dir("seg-2dev-flex");
+    let mut args = vec!["--backend", "flex", "--devices", "2", "--check-determinism"];
     args.extend(SMALL_SEGMENTATION);
     let output = run("segmentation", &args, &out);
     assert_success(&output);
@@ -246,20 +241,13 @@ fn two_devices_are_deterministic(backend: &str) {
     assert_eq!(a.parameter_sha256, b.parameter_sha256);
 
     let single = out.join("single");
-    let mut args = vec!["--backend", backend];
+    let mut args = vec!["--backend", "flex"];
     args.extend(SMALL_SEGMENTATION);
     assert_success(&run("segmentation", &args, &single));
     let one = read_run(&single, 2);
     assert_eq!(one.devices, 1);
     assert_ne!(one.parameter_sha256, a.parameter_sha256);
     std::fs::remove_dir_all(out).unwrap();
-}
-
-/// On flex, the two "devices" are two worker threads on the one CPU device.
-#[cfg(feature = "flex")]
-#[test]
-fn segmentation_on_two_flex_devices_is_deterministic() {
-    two_devices_are_deterministic("flex");
 }
 
 #[cfg(feature = "flex")]

@@ -201,14 +201,7 @@ impl<B: Backend> Band<B> {
         if shape.blocks * shape.block == shape.rows {
             return y;
         }
-        let axis = dim.index();
-        let slices: Vec<Slice> = y
-            .shape()
-            .iter()
-            .enumerate()
-            .map(|(d, &size)| Slice::from(0..if d == axis { shape.rows } else { size }))
-            .collect();
-        B::float_slice(y, &slices)
+        slice_along::<B>(y, dim.index(), 0..shape.rows)
     }
 
     /// One gather of the windows and one batched GEMM.
@@ -324,19 +317,6 @@ fn adjoint_block(block_size: usize, input: usize, output: usize) -> usize {
     }
 }
 
-/// The input range each output may read, and the output range each input may be read by, from
-/// the conservative tap windows (before any weight is read).
-fn estimated_supports(
-    input: usize,
-    output: usize,
-    options: &InterpolateOptions,
-) -> (Vec<Range<usize>>, Vec<Range<usize>>) {
-    let forward: Vec<_> = (0..output)
-        .map(|o| tap_window(o, input, output, options))
-        .collect();
-    (transpose_supports(&forward, input), forward)
-}
-
 /// Per column of a matrix with row supports `rows`, the range of rows that read it.
 fn transpose_supports(rows: &[Range<usize>], columns: usize) -> Vec<Range<usize>> {
     let mut first = vec![usize::MAX; columns];
@@ -369,7 +349,8 @@ fn union(supports: &[Range<usize>], block: Range<usize>) -> Range<usize> {
     }
 }
 
-/// Both bands' shapes of `layout` for one axis, from conservative supports.
+/// Both bands of one axis with `block_size` outputs per forward block, given the input support
+/// of every output (`forward`) and the output support of every input (`adjoint`).
 fn band_shapes(
     block_size: usize,
     input: usize,
@@ -390,44 +371,64 @@ fn band_shapes(
     )
 }
 
-/// Multiply-adds per column of the other axis in `layout` (forward).
-pub(crate) fn cost(
-    layout: Layout,
+/// What one axis' layouts would cost, from the conservative tap windows (before any weight is
+/// read): computed once per resize check, then asked for each layout.
+pub(crate) struct AxisEstimate {
     input: usize,
     output: usize,
-    options: &InterpolateOptions,
-) -> u64 {
-    match layout {
-        Layout::Dense => (input * output) as u64,
-        Layout::Banded { block_size } => {
-            let (adjoint, forward) = estimated_supports(input, output, options);
-            let (forward, _) = band_shapes(block_size, input, output, &forward, &adjoint);
-            forward.weights() as u64
-        }
-    }
+    /// The inputs each output may read.
+    forward: Vec<Range<usize>>,
+    /// The outputs each input may be read by.
+    adjoint: Vec<Range<usize>>,
 }
 
-/// Bytes one axis' weights take on the device in `layout` (an upper bound from conservative
-/// tap windows): what is kept, or what reading the weights off the kernel holds at once (a
-/// few impulse channels and their response), whichever is larger.
-pub(crate) fn build_bytes(
-    layout: Layout,
-    input: usize,
-    output: usize,
-    options: &InterpolateOptions,
-    dtype: DType,
-) -> u64 {
-    let (adjoint, forward) = estimated_supports(input, output, options);
-    let widest = forward.iter().map(|w| w.len()).max().unwrap_or(1);
-    let reading = ((widest + 1).min(input) * (input + output) * dtype.size()) as u64;
-    let kept = match layout {
-        Layout::Dense => (input * output * dtype.size()) as u64,
-        Layout::Banded { block_size } => {
-            let (f, a) = band_shapes(block_size, input, output, &forward, &adjoint);
-            f.bytes(dtype) + a.bytes(dtype)
+impl AxisEstimate {
+    pub(crate) fn new(input: usize, output: usize, options: &InterpolateOptions) -> Self {
+        let forward: Vec<_> = (0..output)
+            .map(|o| tap_window(o, input, output, options))
+            .collect();
+        let adjoint = transpose_supports(&forward, input);
+        Self {
+            input,
+            output,
+            forward,
+            adjoint,
         }
-    };
-    kept.max(reading)
+    }
+
+    fn bands(&self, block_size: usize) -> (BandShape, BandShape) {
+        band_shapes(
+            block_size,
+            self.input,
+            self.output,
+            &self.forward,
+            &self.adjoint,
+        )
+    }
+
+    /// Multiply-adds per column of the other axis in `layout` (forward).
+    pub(crate) fn macs(&self, layout: Layout) -> u64 {
+        match layout {
+            Layout::Dense => (self.input * self.output) as u64,
+            Layout::Banded { block_size } => self.bands(block_size).0.weights() as u64,
+        }
+    }
+
+    /// Bytes the axis' weights take on the device in `layout` (an upper bound): what is kept,
+    /// or what reading the weights off the kernel holds at once (a few impulse channels and
+    /// their response), whichever is larger.
+    pub(crate) fn bytes(&self, layout: Layout, dtype: DType) -> u64 {
+        let widest = self.forward.iter().map(|w| w.len()).max().unwrap_or(1);
+        let reading = (widest + 1).min(self.input) * (self.input + self.output) * dtype.size();
+        let kept = match layout {
+            Layout::Dense => (self.input * self.output * dtype.size()) as u64,
+            Layout::Banded { block_size } => {
+                let (forward, adjoint) = self.bands(block_size);
+                forward.bytes(dtype) + adjoint.bytes(dtype)
+            }
+        };
+        kept.max(reading as u64)
+    }
 }
 
 impl<B: Backend> AxisMap<B> {
@@ -592,8 +593,9 @@ mod tests {
     #[test]
     fn banded_cost_grows_with_taps_not_size() {
         let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(false);
-        let dense = cost(Layout::Dense, 1024, 4096, &options);
-        let banded = cost(Layout::Banded { block_size: 64 }, 1024, 4096, &options);
+        let estimate = AxisEstimate::new(1024, 4096, &options);
+        let dense = estimate.macs(Layout::Dense);
+        let banded = estimate.macs(Layout::Banded { block_size: 64 });
         assert_eq!(dense, 1024 * 4096);
         // 64 outputs read ~16 inputs plus the halo: far below the dense 1024 per output.
         assert!(banded <= 4096 * 24, "{banded}");

@@ -15,7 +15,7 @@ pub use cache::{cache_stats, reset_cache, CacheStats};
 
 use crate::config::{self, DeterministicConfig, RewritePolicy, WeightLayout};
 use crate::{DeviceClass, DeviceKind, ResizeError};
-use axis::{AxisMap, Dim, Layout};
+use axis::{AxisEstimate, AxisMap, Dim, Layout};
 use burn_backend::ops::InterpolateOptions;
 use burn_backend::tensor::FloatTensor;
 use burn_backend::{Backend, DType, TensorMetadata};
@@ -183,15 +183,14 @@ fn choose_layout(
     let banded = Layout::Banded {
         block_size: config.block_size,
     };
-    let fits = |layout| {
-        axis::build_bytes(layout, input, output, options, dtype) <= config.max_weight_bytes
-    };
+    let estimate = AxisEstimate::new(input, output, options);
+    let fits = |layout| estimate.bytes(layout, dtype) <= config.max_weight_bytes;
     let choice = match config.layout {
         WeightLayout::Dense => Layout::Dense,
         WeightLayout::Banded => banded,
         WeightLayout::Auto => {
-            let dense_macs = axis::cost(Layout::Dense, input, output, options);
-            let banded_macs = axis::cost(banded, input, output, options);
+            let dense_macs = estimate.macs(Layout::Dense);
+            let banded_macs = estimate.macs(banded);
             let saves = dense_macs as f64 >= config.banded_min_gain * banded_macs as f64;
             if saves || !fits(Layout::Dense) {
                 banded
@@ -203,7 +202,7 @@ fn choose_layout(
     if fits(choice) {
         return Ok(choice);
     }
-    let bytes = axis::build_bytes(choice, input, output, options, dtype);
+    let bytes = estimate.bytes(choice, dtype);
     Err(ResizeError::WeightsTooLarge {
         axis,
         input,
