@@ -21,7 +21,7 @@ use burn::tensor::backend::AutodiffBackend;
 use burn::train::logger::FileMetricLogger;
 use burn::train::{Learner, SupervisedTraining};
 use burn_deterministic_suite::experiment::{
-    execution_strategy, in_memory, run_example, BackendChoice, CommonArgs, CurveLogger, Experiment,
+    in_memory, run_example, training_strategy, BackendChoice, CommonArgs, CurveLogger, Experiment,
     RunConfig, RunLog, Samples,
 };
 use burn_deterministic_suite::metrics::parameter_hash;
@@ -131,7 +131,7 @@ impl Experiment for DepthExperiment {
             .metric_valid_numeric(DepthMetric::new(DepthStatistic::Delta1))
             .metric_valid_numeric(DepthMetric::new(DepthStatistic::AbsRel))
             .metric_valid_numeric(DepthMetric::new(DepthStatistic::Rmse))
-            .with_training_strategy(execution_strategy::<B>(devices).into())
+            .with_training_strategy(training_strategy(devices))
             .num_epochs(run.epochs)
             .summary();
         let learner = Learner::new(model, config.optimizer.init(), run.learning_rate);

@@ -386,9 +386,9 @@ pub struct CommonArgs {
     /// the two runs are identical.
     #[arg(long)]
     pub check_determinism: bool,
-    /// Train data-parallel on this many devices of the backend (burn-train's multi-device
-    /// strategy): every device takes its own batch each step, gradients are summed on the
-    /// first. CUDA takes GPUs 0..N; CPU backends run one worker thread per "device" on the one
+    /// Train data-parallel on this many devices of the backend: every device takes its own
+    /// batch each step, gradients are summed on the first in device order
+    /// ([`FixedOrderDataParallel`](crate::data_parallel::FixedOrderDataParallel)). CUDA takes GPUs 0..N; CPU backends run one worker thread per "device" on the one
     /// CPU device; wgpu cannot (see the README).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub devices: u16,
@@ -405,21 +405,20 @@ pub trait Experiment {
     ) -> RunLog;
 }
 
-/// burn-train's execution strategy for `devices`: one device, or data-parallel over all of
-/// them with the optimizer on the first (`MultiDevice`, which needs nothing of the backend
-/// beyond `AutodiffBackend`).
-///
-/// Reproducibility: each step, every device computes the gradients of its own batch and the
-/// main device sums them in the order the workers finish. With two devices that order cannot
-/// change a bit (floating-point addition is commutative); with three or more it can, in the
-/// last bits of the summed gradients.
-pub fn execution_strategy<B: burn::tensor::backend::Backend>(
-    devices: Vec<B::Device>,
-) -> burn::train::ExecutionStrategy<B> {
-    use burn::train::{ExecutionStrategy, MultiDeviceOptim};
+/// The training strategy for `devices`: burn-train's single-device loop for one device, and for
+/// several [`FixedOrderDataParallel`](crate::data_parallel::FixedOrderDataParallel): every
+/// device takes its own batch each step, the gradients are summed on the first device in device
+/// order (burn-train's own `MultiDevice` sums them in the order the workers finish, which with
+/// three or more devices can change the last bits from run to run), the optimizer steps there.
+pub fn training_strategy<LC: burn::train::LearningComponentsTypes + 'static>(
+    devices: Vec<burn::tensor::Device<burn::train::TrainingBackend<LC>>>,
+) -> burn::train::TrainingStrategy<LC> {
+    use burn::train::{ExecutionStrategy, TrainingStrategy};
     match devices.len() {
-        1 => ExecutionStrategy::SingleDevice(devices[0].clone()),
-        _ => ExecutionStrategy::MultiDevice(devices, MultiDeviceOptim::OptimMainDevice),
+        1 => TrainingStrategy::Default(ExecutionStrategy::SingleDevice(devices[0].clone())),
+        _ => TrainingStrategy::Custom(std::sync::Arc::new(
+            crate::data_parallel::FixedOrderDataParallel::new(devices),
+        )),
     }
 }
 
@@ -431,7 +430,7 @@ pub fn execution_strategy<B: burn::tensor::backend::Backend>(
 /// The cause lies below the decorator: plain `Wgpu` has it too.
 pub const WGPU_SINGLE_DEVICE: &str = "--devices above 1 is not available on wgpu: Burn 0.21 \
     cannot move a tensor between two wgpu devices (CubeCL 0.10's wgpu runtime has no \
-    server-to-server transfer), and burn-train's multi-device strategy moves the model and the \
+    server-to-server transfer), and data-parallel training moves the model and the \
     gradients between devices";
 
 /// Runs `experiment` on `Autodiff<DeterministicBackend<chosen backend>>`, or explains which

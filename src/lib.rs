@@ -1,6 +1,7 @@
 //! Shared support for the workspace's examples, integration tests and benchmarks: the PyTorch
 //! golden vectors, error metrics, parameter hashing and backend set-up (software Vulkan pinning).
 
+pub mod data_parallel;
 pub mod experiment;
 pub mod gather;
 pub mod golden;

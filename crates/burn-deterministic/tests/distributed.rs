@@ -7,7 +7,7 @@
 //! `all_reduce` itself is not exercised: CubeCL 0.10 implements collectives only in its CUDA
 //! runtime (NCCL); every other runtime, wgpu included, inherits `unimplemented!()`. So on wgpu
 //! burn-train's DDP cannot sync gradients, with or without the decorator, and data-parallel
-//! training uses burn-train's `MultiDevice` strategy instead (see the examples' `--devices`).
+//! training uses the examples' fixed-order multi-device strategy instead (`--devices`).
 #![cfg(all(feature = "distributed", feature = "wgpu"))]
 
 use burn::backend::wgpu::{graphics::Vulkan, init_setup, Wgpu, WgpuDevice};
