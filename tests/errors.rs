@@ -75,10 +75,10 @@ fn weights_over_the_memory_limit_are_refused_before_any_kernel() {
             input: 64,
             output: 32,
             // Dense needs 64x32 weights (8 KiB); banded has one block of 32 outputs over all
-            // 64 inputs (and 64 gather indices), no smaller, and its adjoint one block of 64
-            // inputs over all 32 outputs (32 indices).
+            // 64 inputs (one uniform window: no gather indices), no smaller, and its adjoint
+            // one block of 64 inputs over all 32 outputs (32 gather indices).
             layout: "Banded { block_size: 64 }".into(),
-            bytes: 2 * 64 * 32 * 4 + (64 + 32) * 8,
+            bytes: 2 * 64 * 32 * 4 + 32 * 8,
             limit: 4096
         }
     );
@@ -89,7 +89,7 @@ fn weights_over_the_memory_limit_are_refused_before_any_kernel() {
     let message = panic.downcast_ref::<String>().expect("a formatted message");
     assert!(
         message.contains(
-            "the width weights for 64 -> 32 (Banded { block_size: 64 }) need 17152 bytes, \
+            "the width weights for 64 -> 32 (Banded { block_size: 64 }) need 16640 bytes, \
              over the limit of 4096 bytes"
         ),
         "{message}"

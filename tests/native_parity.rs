@@ -10,6 +10,7 @@ use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::DType;
 use burn_deterministic::{
     with_config, DeterministicBackend, DeterministicConfig, DeviceClass, ModeSet, RewritePolicy,
+    WeightLayout,
 };
 use burn_deterministic_suite::harness::{to_f64, uniform, Resize};
 use burn_deterministic_suite::metrics::max_scaled_error;
@@ -41,6 +42,17 @@ fn always() -> DeterministicConfig {
         policy: RewritePolicy::Always,
         modes: ModeSet::all(),
         ..Default::default()
+    }
+}
+
+/// `always` with banded weights in blocks of 8 outputs: every shape below then has several
+/// blocks per axis, with uniform (unfolded) windows where the supports allow and gathered
+/// ones where they do not.
+fn always_banded() -> DeterministicConfig {
+    DeterministicConfig {
+        layout: WeightLayout::Banded,
+        block_size: 8,
+        ..always()
     }
 }
 
@@ -84,13 +96,14 @@ fn problems() -> Vec<Case> {
     out
 }
 
-fn forward_matches_native<B: Backend>(device: &B::Device)
+fn forward_matches_native<B: Backend>(device: &B::Device, config: DeterministicConfig)
 where
     B::Device: DeviceClass,
 {
     let mut worst = 0.0f64;
     let mut count = 0;
-    with_config(always(), || {
+    let layout = config.layout;
+    with_config(config, || {
         for case in problems() {
             let problem = case.f32();
             let Case {
@@ -120,7 +133,7 @@ where
     });
     assert_eq!(count, SHAPES.len() * 8);
     eprintln!(
-        "{}: matmul forward vs native, worst scaled error {worst:.2e}",
+        "{}: matmul forward ({layout:?}) vs native, worst scaled error {worst:.2e}",
         std::any::type_name::<B>()
     );
 }
@@ -188,7 +201,7 @@ mod ndarray {
 
     #[test]
     fn matmul_forward_matches_native_ndarray() {
-        forward_matches_native::<NdArray>(&NdArrayDevice::Cpu);
+        forward_matches_native::<NdArray>(&NdArrayDevice::Cpu, always());
     }
 
     #[test]
@@ -213,7 +226,12 @@ mod flex {
 
     #[test]
     fn matmul_forward_matches_native_flex() {
-        forward_matches_native::<Flex>(&FlexDevice);
+        forward_matches_native::<Flex>(&FlexDevice, always());
+    }
+
+    #[test]
+    fn banded_matmul_forward_matches_native_flex() {
+        forward_matches_native::<Flex>(&FlexDevice, always_banded());
     }
 
     #[test]
@@ -245,7 +263,16 @@ mod wgpu {
         let Some(device) = vulkan_device() else {
             return;
         };
-        forward_matches_native::<Wgpu>(&device);
+        forward_matches_native::<Wgpu>(&device, always());
+    }
+
+    /// The banded forward's windows are unfolded views, permuted, fed to CubeCL's matmul.
+    #[test]
+    fn banded_matmul_forward_matches_native_wgpu() {
+        let Some(device) = vulkan_device() else {
+            return;
+        };
+        forward_matches_native::<Wgpu>(&device, always_banded());
     }
 
     #[test]

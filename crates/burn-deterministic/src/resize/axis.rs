@@ -3,12 +3,16 @@
 //!
 //! Banded: the rows of a matrix are split into `K` blocks of `block` rows; block `k` multiplies
 //! only a window of `width` consecutive columns, the columns its taps touch, so FLOPs and weight
-//! memory grow with `taps × size` instead of `size²`. A pass is either one gather of the `K`
-//! windows (`select` along the resized dim, a read: no atomics) and one batched GEMM
+//! memory grow with `taps × size` instead of `size²`. Where the windows can start at a uniform
+//! step (most scale factors: see [`Stride`]) they are views of the zero-padded input
+//! (`unfold`): nothing is gathered, and a forward with uniform windows on both axes runs as two
+//! transposing passes (see [`Band::apply_transposed`]), each one batched GEMM whose result is
+//! laid out as the next step reads it. Otherwise a pass is one gather of the `K` windows
+//! (`select` along the resized dim, a read: no atomics) and one batched GEMM
 //! `[K, block, width] · [K, width, ·]`, or one GEMM per window view and a concatenation (see
 //! [`Band::apply`] for which). The forward uses the band of `W` (blocks of outputs), the adjoint
 //! the band of `Wᵀ` (blocks of inputs, each reading the outputs that touch them): no scatter, so
-//! the backward needs no accumulation order at all. Both layouts are fixed sequences of plain
+//! the backward needs no accumulation order at all. Every layout is a fixed sequence of plain
 //! ops: deterministic.
 
 use super::weights::{read_axis, tap_window, AxisWeights};
@@ -38,8 +42,11 @@ impl Dim {
 pub(crate) enum AxisMap<B: Backend> {
     /// `Wᵀ` as one `[1, 1, in, out]` tensor, broadcast over N and C by the matmul.
     Dense { weights_t: FloatTensor<B> },
-    /// `W` and `Wᵀ` as bands.
-    Banded { forward: Band<B>, adjoint: Band<B> },
+    /// `W` and `Wᵀ` as bands (boxed: a band is much larger than a tensor handle).
+    Banded {
+        forward: Box<Band<B>>,
+        adjoint: Box<Band<B>>,
+    },
 }
 
 /// How an axis map is laid out.
@@ -61,26 +68,86 @@ struct BandShape {
     /// Rows per block; the last block may run past `rows` (zero weights, sliced off).
     block: usize,
     blocks: usize,
-    /// Columns per window: the widest block support.
+    /// Columns per window: the widest block support, or the uniform windows' width.
     width: usize,
-    /// Each window's first column.
-    starts: Vec<usize>,
+    /// Each window's first column; negative (or windows running past `columns`) only with
+    /// `stride`, where those positions read zero padding.
+    starts: Vec<isize>,
     /// Windows hold exactly their block's support: positions past it read an all-zero row
     /// appended to the input instead of a neighbouring column, so that a non-finite value
     /// reaches only the outputs whose taps touch it (`0 · NaN` would be NaN).
     exact: bool,
     /// Each block's support, for the exact windows.
     supports: Vec<Range<usize>>,
+    /// Set when the windows start at a uniform step: then they are views of the zero-padded
+    /// input (`unfold`), with no gather at all.
+    stride: Option<Stride>,
+}
+
+/// Uniform windows: window `k` covers columns `k · step − pad_before ..` of the input, which is
+/// cut to its first `used` columns (the rest are read by no row) and zero-padded by
+/// `pad_before` and `pad_after`, so that the padded length is `(blocks − 1) · step + width`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stride {
+    step: usize,
+    pad_before: usize,
+    used: usize,
+    pad_after: usize,
+}
+
+impl Stride {
+    /// Uniform windows holding every block's support, if they are at most 1/8 wider than the
+    /// widest support (`width`): the step is the mean distance between the first and the last
+    /// block's start. Empty supports (blocks read by nothing) fit anywhere.
+    fn fit(supports: &[Range<usize>], columns: usize, width: usize) -> Option<(Self, usize)> {
+        let placed: Vec<(usize, &Range<usize>)> = supports
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| !s.is_empty())
+            .collect();
+        let (first, last) = (placed.first()?, placed.last()?);
+        let step = if last.0 > first.0 {
+            let distance = (last.1.start - first.1.start) as f64 / (last.0 - first.0) as f64;
+            (distance.round() as usize).max(1)
+        } else {
+            1
+        };
+        let pad_before = placed
+            .iter()
+            .map(|(k, s)| (k * step).saturating_sub(s.start))
+            .max()?;
+        let uniform_width = placed
+            .iter()
+            .map(|(k, s)| s.end + pad_before - k * step)
+            .max()?;
+        if uniform_width * 8 > width * 9 {
+            return None;
+        }
+        let padded = (supports.len() - 1) * step + uniform_width;
+        let used = columns.min(padded - pad_before);
+        let stride = Stride {
+            step,
+            pad_before,
+            used,
+            pad_after: padded - pad_before - used,
+        };
+        Some((stride, uniform_width))
+    }
+
+    fn padded(&self) -> usize {
+        self.pad_before + self.used + self.pad_after
+    }
 }
 
 impl BandShape {
     /// `block_size` is an upper bound: the rows are split into equal blocks so that the last
-    /// one wastes as few rows as possible.
+    /// one wastes as few rows as possible. `uniform` allows uniform windows (see [`Stride`]).
     fn new(
         rows: usize,
         columns: usize,
         block_size: usize,
         exact: bool,
+        uniform: bool,
         support: impl Fn(Range<usize>) -> Range<usize>,
     ) -> Self {
         let blocks = rows.div_ceil(block_size.max(1));
@@ -88,17 +155,29 @@ impl BandShape {
         let supports: Vec<Range<usize>> = (0..blocks)
             .map(|k| support(k * block..((k + 1) * block).min(rows)))
             .collect();
-        let width = supports.iter().map(|s| s.len()).max().unwrap_or(1).max(1);
-        let starts = supports
-            .iter()
-            .map(|s| {
-                if exact {
-                    s.start
-                } else {
-                    s.start.min(columns - width)
-                }
-            })
-            .collect();
+        let widest = supports.iter().map(|s| s.len()).max().unwrap_or(1).max(1);
+        let strided = match uniform && !exact {
+            true => Stride::fit(&supports, columns, widest),
+            false => None,
+        };
+        let (stride, width, starts) = match strided {
+            Some((stride, width)) => {
+                let starts = (0..blocks)
+                    .map(|k| (k * stride.step) as isize - stride.pad_before as isize)
+                    .collect();
+                (Some(stride), width, starts)
+            }
+            None => {
+                let starts = supports
+                    .iter()
+                    .map(|s| match exact {
+                        true => s.start,
+                        false => s.start.min(columns - widest),
+                    } as isize)
+                    .collect();
+                (None, widest, starts)
+            }
+        };
         Self {
             rows,
             columns,
@@ -108,17 +187,18 @@ impl BandShape {
             starts,
             exact,
             supports,
+            stride,
         }
     }
 
-    /// The column window position `j` of block `k` reads; `columns` is the appended zero row.
-    fn column(&self, k: usize, j: usize) -> usize {
-        let column = self.starts[k] + j;
-        if self.exact && column >= self.supports[k].end {
-            self.columns
-        } else {
-            column
-        }
+    /// The input column that position `j` of block `k`'s window reads, or `None` where it
+    /// reads a zero (padding, or for exact windows the appended zero row).
+    fn column(&self, k: usize, j: usize) -> Option<usize> {
+        let column = self.starts[k] + j as isize;
+        let outside = column < 0
+            || column as usize >= self.columns
+            || (self.exact && column as usize >= self.supports[k].end);
+        (!outside).then_some(column as usize)
     }
 
     /// Whether some window reads the appended zero row.
@@ -132,10 +212,14 @@ impl BandShape {
         self.blocks * self.block * self.width
     }
 
-    /// Bytes kept on the device: weights in `dtype` and the gather's indices (counted as i64,
-    /// the widest integer element of Burn's backends).
+    /// Bytes kept on the device: weights in `dtype` and, for gathered windows, the gather's
+    /// indices (counted as i64, the widest integer element of Burn's backends).
     fn bytes(&self, dtype: DType) -> u64 {
-        (self.weights() * dtype.size() + self.blocks * self.width * 8) as u64
+        let indices = match self.stride {
+            Some(_) => 0,
+            None => self.blocks * self.width * 8,
+        };
+        (self.weights() * dtype.size() + indices) as u64
     }
 }
 
@@ -145,8 +229,9 @@ pub(crate) struct Band<B: Backend> {
     shape: BandShape,
     /// `[blocks, block, width]`
     weights: FloatTensor<B>,
-    /// `[blocks · width]`: the column each window position reads.
-    indices: IntTensor<B>,
+    /// `[blocks · width]`: the column each window position reads (`columns`: the appended
+    /// zero row); `None` for uniform windows, which need no gather.
+    indices: Option<IntTensor<B>>,
 }
 
 impl<B: Backend> Band<B> {
@@ -161,25 +246,36 @@ impl<B: Backend> Band<B> {
         for k in 0..shape.blocks {
             for r in k * shape.block..(k + 1) * shape.block {
                 for j in 0..shape.width {
-                    let column = shape.column(k, j);
-                    let inside = r < shape.rows && column < shape.columns;
-                    values.push(if inside { weight(r, column) } else { 0.0 });
+                    values.push(match shape.column(k, j) {
+                        Some(column) if r < shape.rows => weight(r, column),
+                        _ => 0.0,
+                    });
                 }
             }
-            indices.extend((0..shape.width).map(|j| shape.column(k, j) as i64));
+            indices.extend(
+                (0..shape.width).map(|j| shape.column(k, j).unwrap_or(shape.columns) as i64),
+            );
         }
         let data = TensorData::new(values, [shape.blocks, shape.block, shape.width]);
-        let indices = TensorData::new(indices, [shape.blocks * shape.width]);
+        let indices = match shape.stride {
+            Some(_) => None,
+            None => {
+                let data = TensorData::new(indices, [shape.blocks * shape.width]);
+                Some(B::int_from_data(data.convert::<IntElem<B>>(), device))
+            }
+        };
         Self {
             weights: float_in::<B>(data, dtype, device),
-            indices: B::int_from_data(indices.convert::<IntElem<B>>(), device),
+            indices,
             shape,
         }
     }
 
     fn bytes(&self) -> u64 {
         let weights = self.weights.shape().num_elements() * self.weights.dtype().size();
-        let indices = self.indices.shape().num_elements() * self.indices.dtype().size();
+        let indices = self.indices.as_ref().map_or(0, |indices| {
+            indices.shape().num_elements() * indices.dtype().size()
+        });
         (weights + indices) as u64
     }
 
@@ -187,48 +283,59 @@ impl<B: Backend> Band<B> {
     ///
     /// Two fixed strategies, chosen by the band's shape alone (so both runs of a program take
     /// the same one). A band that writes more than it reads (`block ≥ width`: upsampling
-    /// forwards) gathers all windows into one tensor and runs one batched GEMM whose result is
-    /// already NCHW: the large output is written once. A band that reads more than it writes
-    /// (adjoints of upsamples) multiplies each window as a view of `t` and concatenates the
-    /// small results: the large input is never copied.
+    /// forwards), or a height pass over uniform windows (views, nothing copied), lays all
+    /// windows out as one tensor and runs one batched GEMM whose result is already NCHW: the
+    /// large output is written once. A band that reads more than it writes (adjoints of
+    /// upsamples) multiplies each window as a view of `t` and concatenates the small results:
+    /// the large input is never copied.
     fn apply(&self, t: FloatTensor<B>, dim: Dim) -> FloatTensor<B> {
         let shape = &self.shape;
-        let y = if shape.block >= shape.width {
-            self.gathered(t, dim)
+        let all_at_once =
+            shape.block >= shape.width || (shape.stride.is_some() && dim == Dim::Height);
+        let y = if all_at_once {
+            self.batched(t, dim)
         } else {
             self.windowed(t, dim)
         };
-        if shape.blocks * shape.block == shape.rows {
-            return y;
-        }
-        slice_along::<B>(y, dim.index(), 0..shape.rows)
+        self.cut_rows(y, dim.index())
     }
 
-    /// One gather of the windows and one batched GEMM.
-    fn gathered(&self, t: FloatTensor<B>, dim: Dim) -> FloatTensor<B> {
-        let axis = dim.index();
+    /// Drops the rows of the last block that lie past `rows` (zero weights).
+    fn cut_rows(&self, y: FloatTensor<B>, axis: usize) -> FloatTensor<B> {
+        if self.shape.blocks * self.shape.block == self.shape.rows {
+            return y;
+        }
+        slice_along::<B>(y, axis, 0..self.shape.rows)
+    }
+
+    /// All windows at once and one batched GEMM.
+    fn batched(&self, t: FloatTensor<B>, dim: Dim) -> FloatTensor<B> {
         let BandShape {
             block,
             blocks,
             width,
             ..
         } = self.shape;
-        let t = if self.shape.reads_zero_row() {
-            let mut shape = t.shape();
-            shape[axis] = 1;
-            let zeros = B::float_zeros(shape, &B::float_device(&t), t.dtype().into());
-            B::float_cat(vec![t, zeros], axis)
-        } else {
-            t
-        };
-        let windows = B::float_select(t, axis, self.indices.clone());
-        let [n, c, h, w] = windows.shape().dims::<4>();
+        let [n, c, h, w] = t.shape().dims::<4>();
+        let weights = B::float_reshape(self.weights.clone(), Shape::new([1, blocks, block, width]));
         match dim {
             Dim::Height => {
                 // [1, K, block, width] · [N·C, K, width, W] = [N·C, K, block, W]: NCHW as is.
-                let weights =
-                    B::float_reshape(self.weights.clone(), Shape::new([1, blocks, block, width]));
-                let windows = B::float_reshape(windows, Shape::new([n * c, blocks, width, w]));
+                let windows = match (&self.shape.stride, &self.indices) {
+                    (Some(stride), _) => {
+                        // [N·C, Hp, W] → [N·C, K, W, width] (a view) → [N·C, K, width, W]
+                        let padded = pad_along::<B>(t, 2, stride);
+                        let planes =
+                            B::float_reshape(padded, Shape::new([n * c, stride.padded(), w]));
+                        let windows = B::float_unfold(planes, 1, width, stride.step);
+                        B::float_swap_dims(windows, 2, 3)
+                    }
+                    (None, Some(indices)) => {
+                        let gathered = B::float_select(self.zero_row(t, 2), 2, indices.clone());
+                        B::float_reshape(gathered, Shape::new([n * c, blocks, width, w]))
+                    }
+                    (None, None) => unreachable!("gathered windows have indices"),
+                };
                 let y = B::float_matmul(weights, windows);
                 B::float_reshape(y, Shape::new([n, c, blocks * block, w]))
             }
@@ -236,45 +343,71 @@ impl<B: Backend> Band<B> {
                 // [N·C·H, K, 1, width] · [1, K, width, block] = [N·C·H, K, 1, block]: also
                 // NCHW as is. (Batching over K with the windows as a strided view instead
                 // needs two transposing copies of the output: measured 2× slower.)
+                let windows = match (&self.shape.stride, &self.indices) {
+                    (Some(stride), _) => {
+                        let padded = pad_along::<B>(t, 3, stride);
+                        let rows =
+                            B::float_reshape(padded, Shape::new([n * c * h, stride.padded()]));
+                        B::float_unfold(rows, 1, width, stride.step)
+                    }
+                    (None, Some(indices)) => {
+                        B::float_select(self.zero_row(t, 3), 3, indices.clone())
+                    }
+                    (None, None) => unreachable!("gathered windows have indices"),
+                };
                 let windows = B::float_reshape(windows, Shape::new([n * c * h, blocks, 1, width]));
-                let weights = B::float_reshape(
-                    B::float_transpose(self.weights.clone()),
-                    Shape::new([1, blocks, width, block]),
-                );
+                let weights = B::float_swap_dims(weights, 2, 3);
                 let y = B::float_matmul(windows, weights);
                 B::float_reshape(y, Shape::new([n, c, h, blocks * block]))
             }
         }
     }
 
+    /// `t` with an all-zero row appended along `axis` when exact windows read one.
+    fn zero_row(&self, t: FloatTensor<B>, axis: usize) -> FloatTensor<B> {
+        if !self.shape.reads_zero_row() {
+            return t;
+        }
+        let mut shape = t.shape();
+        shape[axis] = 1;
+        let zeros = B::float_zeros(shape, &B::float_device(&t), t.dtype().into());
+        B::float_cat(vec![t, zeros], axis)
+    }
+
     /// One GEMM per block on a view of its window, results concatenated in block order.
     fn windowed(&self, t: FloatTensor<B>, dim: Dim) -> FloatTensor<B> {
         let axis = dim.index();
         let shape = &self.shape;
-        let (block, width) = (shape.block, shape.width);
+        let block = shape.block;
         let pieces = (0..shape.blocks)
             .map(|k| {
-                // Exact windows hold only their support; the zero row is not needed here.
-                let (start, len) = if shape.exact {
-                    (shape.supports[k].start, shape.supports[k].len())
-                } else {
-                    (shape.starts[k], width)
+                // The part of the window inside `t`; exact windows hold only their support
+                // (the zero row is not needed here).
+                let (start, end) = match shape.exact {
+                    true => (
+                        shape.supports[k].start as isize,
+                        shape.supports[k].end as isize,
+                    ),
+                    false => (shape.starts[k], shape.starts[k] + shape.width as isize),
                 };
-                if len == 0 {
+                let first = start.max(0) as usize;
+                let last = (end.max(0) as usize).min(shape.columns);
+                if last <= first {
                     let mut zeros = t.shape();
                     zeros[axis] = block;
                     return B::float_zeros(zeros, &B::float_device(&t), t.dtype().into());
                 }
-                let window = slice_along::<B>(t.clone(), axis, start..start + len);
+                let offset = (first as isize - shape.starts[k]) as usize;
+                let window = slice_along::<B>(t.clone(), axis, first..last);
                 let weights = B::float_slice(
                     self.weights.clone(),
                     &[
                         Slice::from(k..k + 1),
                         Slice::from(0..block),
-                        Slice::from(0..len),
+                        Slice::from(offset..offset + last - first),
                     ],
                 );
-                let weights = B::float_reshape(weights, Shape::new([1, 1, block, len]));
+                let weights = B::float_reshape(weights, Shape::new([1, 1, block, last - first]));
                 match dim {
                     Dim::Height => B::float_matmul(weights, window),
                     Dim::Width => B::float_matmul(window, B::float_transpose(weights)),
@@ -283,6 +416,83 @@ impl<B: Backend> Band<B> {
             .collect();
         B::float_cat(pieces, axis)
     }
+
+    /// The uniform windows' geometry, when this band has them.
+    pub(crate) fn stride(&self) -> Option<Stride> {
+        self.shape.stride
+    }
+
+    /// `M` applied along the last dim of `t: [N, C, R, padded columns]`, already cut and
+    /// zero-padded as [`Self::stride`] says, with the result transposed:
+    /// `[N, C, rows, R]`. Each window is a view of `t`; one batched GEMM
+    /// `[1, K, block, width] · [N·C, K, width, R]` writes the result in one piece. Two such
+    /// passes make a 2-D resize with both results written in the layout the next pass (or the
+    /// caller) reads, and no gather at all.
+    ///
+    /// # Panics
+    /// Without uniform windows.
+    pub(crate) fn apply_transposed(&self, t: FloatTensor<B>) -> FloatTensor<B> {
+        let stride = self.shape.stride.expect("uniform windows");
+        let BandShape {
+            block,
+            blocks,
+            width,
+            ..
+        } = self.shape;
+        let [n, c, r, padded] = t.shape().dims::<4>();
+        debug_assert_eq!(padded, stride.padded());
+        let planes = B::float_reshape(t, Shape::new([n * c, r, padded]));
+        // [N·C, R, K, width] → [N·C, K, width, R]: views.
+        let windows = B::float_unfold(planes, 2, width, stride.step);
+        let windows = B::float_permute(windows, &[0, 2, 3, 1]);
+        let weights = B::float_reshape(self.weights.clone(), Shape::new([1, blocks, block, width]));
+        let y = B::float_matmul(weights, windows);
+        let y = B::float_reshape(y, Shape::new([n, c, blocks * block, r]));
+        self.cut_rows(y, 2)
+    }
+}
+
+/// `t` cut to `stride.used` entries along `axis` and zero-padded as `stride` says.
+fn pad_along<B: Backend>(t: FloatTensor<B>, axis: usize, stride: &Stride) -> FloatTensor<B> {
+    let mut strides = [None, None];
+    strides[axis - 2] = Some(*stride);
+    pad_planes::<B>(t, strides)
+}
+
+/// `t: [N, C, H, W]` cut and zero-padded along H and W as each given stride says (one new
+/// tensor, or `t` itself when nothing changes).
+pub(crate) fn pad_planes<B: Backend>(
+    t: FloatTensor<B>,
+    strides: [Option<Stride>; 2],
+) -> FloatTensor<B> {
+    let mut shape = t.shape();
+    let mut inner = Vec::with_capacity(4);
+    let mut cut = Vec::with_capacity(4);
+    let mut changes = false;
+    for axis in 0..4 {
+        let size = shape[axis];
+        let stride = if axis >= 2 { strides[axis - 2] } else { None };
+        match stride {
+            Some(stride) => {
+                changes |= stride.padded() != size || stride.pad_before > 0;
+                shape[axis] = stride.padded();
+                cut.push(Slice::from(0..stride.used));
+                inner.push(Slice::from(
+                    stride.pad_before..stride.pad_before + stride.used,
+                ));
+            }
+            None => {
+                cut.push(Slice::from(0..size));
+                inner.push(Slice::from(0..size));
+            }
+        }
+    }
+    if !changes {
+        return t;
+    }
+    let t = B::float_slice(t, &cut);
+    let zeros = B::float_zeros(shape, &B::float_device(&t), t.dtype().into());
+    B::float_slice_assign(zeros, &inner, t)
 }
 
 /// `t` restricted to `range` along `axis`.
@@ -360,12 +570,17 @@ fn band_shapes(
 ) -> (BandShape, BandShape) {
     let exact = block_size == 1;
     (
-        BandShape::new(output, input, block_size, exact, |b| union(forward, b)),
+        // Uniform windows for the forward only: the adjoint of an upsample reads the large
+        // gradient, whose zero-padded copy would cost more than its views do.
+        BandShape::new(output, input, block_size, exact, true, |b| {
+            union(forward, b)
+        }),
         BandShape::new(
             input,
             output,
             adjoint_block(block_size, input, output),
             exact,
+            false,
             |b| union(adjoint, b),
         ),
     )
@@ -459,8 +674,8 @@ impl<B: Backend> AxisMap<B> {
                 let adjoint = transpose_supports(&forward, input);
                 let (f, a) = band_shapes(block_size, input, output, &forward, &adjoint);
                 AxisMap::Banded {
-                    forward: Band::upload(f, |o, i| weights.get(o, i), dtype, device),
-                    adjoint: Band::upload(a, |i, o| weights.get(o, i), dtype, device),
+                    forward: Box::new(Band::upload(f, |o, i| weights.get(o, i), dtype, device)),
+                    adjoint: Box::new(Band::upload(a, |i, o| weights.get(o, i), dtype, device)),
                 }
             }
         };
@@ -475,6 +690,14 @@ impl<B: Backend> AxisMap<B> {
                 (weights_t.shape().num_elements() * weights_t.dtype().size()) as u64
             }
             AxisMap::Banded { forward, adjoint } => forward.bytes() + adjoint.bytes(),
+        }
+    }
+
+    /// The forward band, when it has uniform windows (see [`Band::apply_transposed`]).
+    pub(crate) fn uniform_forward(&self) -> Option<&Band<B>> {
+        match self {
+            AxisMap::Banded { forward, .. } if forward.stride().is_some() => Some(forward.as_ref()),
+            _ => None,
         }
     }
 
@@ -537,24 +760,53 @@ mod tests {
     #[test]
     fn blocks_split_the_rows_evenly_and_windows_stay_inside() {
         let supports: Vec<Range<usize>> = (0..10).map(|r| r / 2..r / 2 + 2).collect();
-        let shape = BandShape::new(10, 6, 4, false, |b| union(&supports, b));
+        let shape = BandShape::new(10, 6, 4, false, false, |b| union(&supports, b));
         // ceil(10 / 4) = 3 blocks of ceil(10 / 3) = 4 rows: 12 rows, the last two zero.
         assert_eq!((shape.blocks, shape.block, shape.width), (3, 4, 3));
         assert_eq!(shape.starts, vec![0, 2, 3]); // the last window moved back inside
         assert!(!shape.reads_zero_row());
-        let exact = BandShape::new(10, 6, 1, true, |b| union(&supports, b));
+        let exact = BandShape::new(10, 6, 1, true, true, |b| union(&supports, b));
         assert_eq!((exact.blocks, exact.block, exact.width), (10, 1, 2));
+        assert_eq!(exact.stride, None, "exact windows are never uniform");
         // Row 9 reads 4..6, exactly its support: no zero row needed.
-        assert_eq!(exact.column(9, 1), 5);
+        assert_eq!(exact.column(9, 1), Some(5));
         let ragged: Vec<Range<usize>> = vec![0..1, 0..2, 3..3];
-        let exact = BandShape::new(3, 4, 1, true, |b| union(&ragged, b));
+        let exact = BandShape::new(3, 4, 1, true, false, |b| union(&ragged, b));
         assert!(exact.reads_zero_row());
-        assert_eq!(exact.column(0, 1), 4, "past the support: the zero row");
+        assert_eq!(exact.column(0, 1), None, "past the support: the zero row");
         assert_eq!(
             (exact.column(2, 0), exact.column(2, 1)),
-            (4, 4),
+            (None, None),
             "read by nothing"
         );
+    }
+
+    #[test]
+    fn uniform_windows_hold_every_support_and_pad_the_edges() {
+        // Blocks of 4 rows reading 2 columns each, plus a halo of one on both sides: the
+        // 4x upsample pattern, clamped at the edges.
+        let supports: Vec<Range<usize>> = (0..4)
+            .map(|k: usize| (2 * k).saturating_sub(1)..(2 * k + 3).min(8))
+            .collect();
+        let shape = BandShape::new(16, 8, 4, false, true, |b| supports[b.start / 4].clone());
+        let stride = shape.stride.expect("uniform");
+        assert_eq!((stride.step, stride.pad_before, shape.width), (2, 1, 4));
+        // Padded length (4 - 1) · 2 + 4 = 10 = 1 + 8 + 1.
+        assert_eq!((stride.used, stride.pad_after, stride.padded()), (8, 1, 10));
+        assert_eq!(shape.starts, vec![-1, 1, 3, 5]);
+        assert_eq!(shape.column(0, 0), None, "the padding before the input");
+        assert_eq!(shape.column(3, 3), None, "the padding after it");
+        assert_eq!(shape.column(3, 2), Some(7));
+        for (k, support) in supports.iter().enumerate() {
+            let window = shape.starts[k]..shape.starts[k] + shape.width as isize;
+            assert!(window.start <= support.start as isize && support.end as isize <= window.end);
+        }
+        // Starts that drift away from any uniform step need windows much wider than the
+        // supports: gathered windows instead.
+        let drifting = [0..2, 1..3, 6..8, 7..9];
+        let shape = BandShape::new(4, 9, 1, false, true, |b| drifting[b.start].clone());
+        assert_eq!(shape.stride, None);
+        assert_eq!(shape.width, 2);
     }
 
     #[test]

@@ -266,6 +266,15 @@ impl<B: Backend> ResizePlan<B> {
     /// `Wh · x · Wwᵀ`. Either order of the two axes is a fixed sequence of matmuls, so results
     /// are reproducible.
     fn forward(&self, x: FloatTensor<B>) -> FloatTensor<B> {
+        if let (Some(height), Some(width)) =
+            (self.height.uniform_forward(), self.width.uniform_forward())
+        {
+            // Both bands have uniform windows: pad the (small) input once along both axes,
+            // then two transposing passes, `[N, C, H, W] → [N, C, Q, H] → [N, C, P, Q]`, whose
+            // windows are views and whose results come out in the layout the next step reads.
+            let padded = axis::pad_planes::<B>(x, [height.stride(), width.stride()]);
+            return height.apply_transposed(width.apply_transposed(padded));
+        }
         if self.height_first(self.input, self.output) {
             self.width
                 .forward(self.height.forward(x, Dim::Height), Dim::Width)
