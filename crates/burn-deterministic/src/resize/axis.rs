@@ -308,6 +308,17 @@ impl<B: Backend> Band<B> {
         slice_along::<B>(y, axis, 0..self.shape.rows)
     }
 
+    /// The weights as `[1, K, block, width]`, broadcast over N·C by a batched GEMM.
+    fn batch_weights(&self) -> FloatTensor<B> {
+        let BandShape {
+            block,
+            blocks,
+            width,
+            ..
+        } = self.shape;
+        B::float_reshape(self.weights.clone(), Shape::new([1, blocks, block, width]))
+    }
+
     /// All windows at once and one batched GEMM.
     fn batched(&self, t: FloatTensor<B>, dim: Dim) -> FloatTensor<B> {
         let BandShape {
@@ -317,7 +328,7 @@ impl<B: Backend> Band<B> {
             ..
         } = self.shape;
         let [n, c, h, w] = t.shape().dims::<4>();
-        let weights = B::float_reshape(self.weights.clone(), Shape::new([1, blocks, block, width]));
+        let weights = self.batch_weights();
         match dim {
             Dim::Height => {
                 // [1, K, block, width] · [N·C, K, width, W] = [N·C, K, block, W]: NCHW as is.
@@ -445,8 +456,7 @@ impl<B: Backend> Band<B> {
         // [N·C, R, K, width] → [N·C, K, width, R]: views.
         let windows = B::float_unfold(planes, 2, width, stride.step);
         let windows = B::float_permute(windows, &[0, 2, 3, 1]);
-        let weights = B::float_reshape(self.weights.clone(), Shape::new([1, blocks, block, width]));
-        let y = B::float_matmul(weights, windows);
+        let y = B::float_matmul(self.batch_weights(), windows);
         let y = B::float_reshape(y, Shape::new([n, c, blocks * block, r]));
         self.cut_rows(y, 2)
     }
