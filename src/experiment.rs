@@ -387,8 +387,8 @@ pub struct CommonArgs {
     #[arg(long)]
     pub check_determinism: bool,
     /// Train data-parallel on this many devices of the backend: every device takes its own
-    /// batch each step, gradients are summed on the first in device order
-    /// ([`FixedOrderDataParallel`](crate::data_parallel::FixedOrderDataParallel)). CUDA takes GPUs 0..N; CPU backends run one worker thread per "device" on the one
+    /// batch each step, gradients are summed on the first in device order (the same bits every
+    /// run). CUDA takes GPUs 0..N; CPU backends run one worker thread per "device" on the one
     /// CPU device; wgpu cannot (see the README).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub devices: u16,

@@ -229,9 +229,17 @@ pub(crate) struct Band<B: Backend> {
     shape: BandShape,
     /// `[blocks, block, width]`
     weights: FloatTensor<B>,
-    /// `[blocks · width]`: the column each window position reads (`columns`: the appended
-    /// zero row); `None` for uniform windows, which need no gather.
-    indices: Option<IntTensor<B>>,
+    windows: Windows<B>,
+}
+
+/// How a band's windows are cut out of its input.
+#[derive(Debug, Clone)]
+enum Windows<B: Backend> {
+    /// Views of the input, cut and zero-padded as the stride says (`unfold`): no gather.
+    Unfolded(Stride),
+    /// One `select` of `[blocks · width]` columns, the column each window position reads
+    /// (`columns`: the appended zero row).
+    Gathered(IntTensor<B>),
 }
 
 impl<B: Backend> Band<B> {
@@ -242,7 +250,6 @@ impl<B: Backend> Band<B> {
         device: &B::Device,
     ) -> Self {
         let mut values = Vec::with_capacity(shape.weights());
-        let mut indices = Vec::with_capacity(shape.blocks * shape.width);
         for k in 0..shape.blocks {
             for r in k * shape.block..(k + 1) * shape.block {
                 for j in 0..shape.width {
@@ -252,30 +259,32 @@ impl<B: Backend> Band<B> {
                     });
                 }
             }
-            indices.extend(
-                (0..shape.width).map(|j| shape.column(k, j).unwrap_or(shape.columns) as i64),
-            );
         }
         let data = TensorData::new(values, [shape.blocks, shape.block, shape.width]);
-        let indices = match shape.stride {
-            Some(_) => None,
+        let windows = match shape.stride {
+            Some(stride) => Windows::Unfolded(stride),
             None => {
+                let indices: Vec<i64> = (0..shape.blocks)
+                    .flat_map(|k| (0..shape.width).map(move |j| (k, j)))
+                    .map(|(k, j)| shape.column(k, j).unwrap_or(shape.columns) as i64)
+                    .collect();
                 let data = TensorData::new(indices, [shape.blocks * shape.width]);
-                Some(B::int_from_data(data.convert::<IntElem<B>>(), device))
+                Windows::Gathered(B::int_from_data(data.convert::<IntElem<B>>(), device))
             }
         };
         Self {
             weights: float_in::<B>(data, dtype, device),
-            indices,
+            windows,
             shape,
         }
     }
 
     fn bytes(&self) -> u64 {
         let weights = self.weights.shape().num_elements() * self.weights.dtype().size();
-        let indices = self.indices.as_ref().map_or(0, |indices| {
-            indices.shape().num_elements() * indices.dtype().size()
-        });
+        let indices = match &self.windows {
+            Windows::Unfolded(_) => 0,
+            Windows::Gathered(indices) => indices.shape().num_elements() * indices.dtype().size(),
+        };
         (weights + indices) as u64
     }
 
@@ -290,8 +299,8 @@ impl<B: Backend> Band<B> {
     /// the large input is never copied.
     fn apply(&self, t: FloatTensor<B>, dim: Dim) -> FloatTensor<B> {
         let shape = &self.shape;
-        let all_at_once =
-            shape.block >= shape.width || (shape.stride.is_some() && dim == Dim::Height);
+        let unfolded = matches!(self.windows, Windows::Unfolded(_));
+        let all_at_once = shape.block >= shape.width || (unfolded && dim == Dim::Height);
         let y = if all_at_once {
             self.batched(t, dim)
         } else {
@@ -332,8 +341,8 @@ impl<B: Backend> Band<B> {
         match dim {
             Dim::Height => {
                 // [1, K, block, width] · [N·C, K, width, W] = [N·C, K, block, W]: NCHW as is.
-                let windows = match (&self.shape.stride, &self.indices) {
-                    (Some(stride), _) => {
+                let windows = match &self.windows {
+                    Windows::Unfolded(stride) => {
                         // [N·C, Hp, W] → [N·C, K, W, width] (a view) → [N·C, K, width, W]
                         let padded = pad_along::<B>(t, 2, stride);
                         let planes =
@@ -341,11 +350,10 @@ impl<B: Backend> Band<B> {
                         let windows = B::float_unfold(planes, 1, width, stride.step);
                         B::float_swap_dims(windows, 2, 3)
                     }
-                    (None, Some(indices)) => {
+                    Windows::Gathered(indices) => {
                         let gathered = B::float_select(self.zero_row(t, 2), 2, indices.clone());
                         B::float_reshape(gathered, Shape::new([n * c, blocks, width, w]))
                     }
-                    (None, None) => unreachable!("gathered windows have indices"),
                 };
                 let y = B::float_matmul(weights, windows);
                 B::float_reshape(y, Shape::new([n, c, blocks * block, w]))
@@ -354,17 +362,16 @@ impl<B: Backend> Band<B> {
                 // [N·C·H, K, 1, width] · [1, K, width, block] = [N·C·H, K, 1, block]: also
                 // NCHW as is. (Batching over K with the windows as a strided view instead
                 // needs two transposing copies of the output: measured 2× slower.)
-                let windows = match (&self.shape.stride, &self.indices) {
-                    (Some(stride), _) => {
+                let windows = match &self.windows {
+                    Windows::Unfolded(stride) => {
                         let padded = pad_along::<B>(t, 3, stride);
                         let rows =
                             B::float_reshape(padded, Shape::new([n * c * h, stride.padded()]));
                         B::float_unfold(rows, 1, width, stride.step)
                     }
-                    (None, Some(indices)) => {
+                    Windows::Gathered(indices) => {
                         B::float_select(self.zero_row(t, 3), 3, indices.clone())
                     }
-                    (None, None) => unreachable!("gathered windows have indices"),
                 };
                 let windows = B::float_reshape(windows, Shape::new([n * c * h, blocks, 1, width]));
                 let weights = B::float_swap_dims(weights, 2, 3);
@@ -430,7 +437,10 @@ impl<B: Backend> Band<B> {
 
     /// The uniform windows' geometry, when this band has them.
     pub(crate) fn stride(&self) -> Option<Stride> {
-        self.shape.stride
+        match self.windows {
+            Windows::Unfolded(stride) => Some(stride),
+            Windows::Gathered(_) => None,
+        }
     }
 
     /// `M` applied along the last dim of `t: [N, C, R, padded columns]`, already cut and
@@ -443,7 +453,7 @@ impl<B: Backend> Band<B> {
     /// # Panics
     /// Without uniform windows.
     pub(crate) fn apply_transposed(&self, t: FloatTensor<B>) -> FloatTensor<B> {
-        let stride = self.shape.stride.expect("uniform windows");
+        let stride = self.stride().expect("uniform windows");
         let BandShape {
             block,
             blocks,
