@@ -11,8 +11,8 @@
 //!
 //! Kept to the same shape as burn-train 0.21's `MultiDeviceLearningStrategy`
 //! (`OptimMainDevice`): same data split (`split_dataloader`), same learning-rate stepping (once
-//! per step), same events, checkpoints and early stopping; so with two devices it produces the
-//! same bits as burn-train's strategy.
+//! per step), same events, checkpoints and early stopping; with two devices it produced the same
+//! parameter hash as burn-train's strategy (measured on flex; two terms commute).
 
 use burn::data::dataloader::split::split_dataloader;
 use burn::data::dataloader::Progress;
