@@ -3,6 +3,11 @@
 //! `[8, 19, 128, 128] → [512, 512]`, against the inner backend's native forward in the same run.
 //!
 //! `cargo bench --bench resize_layouts [--features flex]`
+//!
+//! With glibc's default allocator every 160 MB output is a fresh `mmap` whose page faults cost
+//! more than either layout's arithmetic on a small VM. To measure the layouts without that
+//! (as under a caching allocator), let glibc keep and reuse freed memory:
+//! `GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=17179869184 cargo bench --bench resize_layouts`.
 
 use burn::tensor::backend::Backend;
 use burn::tensor::module::interpolate;
