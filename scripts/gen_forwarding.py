@@ -35,12 +35,32 @@ OVERRIDES = {
     # The one place the decorator changes behaviour: see `crate::resize`.
     "interpolate": "crate::resize::interpolate::<B>(x, output_size, options)",
     "interpolate_backward": "crate::resize::interpolate_backward::<B>(x, grad, output_size, options)",
+    # Ops whose native kernel adds in a varying order on some devices: see `crate::determinism`.
+    "float_sum": "crate::determinism::float_sum::<B>(tensor)",
+    "float_mean": "crate::determinism::float_mean::<B>(tensor)",
+    "q_sum": "crate::determinism::q_sum::<B>(tensor)",
+    "float_scatter_nd": (
+        "crate::determinism::float_scatter_nd::<B>(_data, _indices, _values, _reduction)"
+    ),
+    "int_scatter_nd": "crate::determinism::int_scatter_nd::<B>(_data, _indices, _values, _reduction)",
     # `TransactionPrimitive<Self>` and `TransactionPrimitive<B>` are distinct types holding the
     # same primitives; rebuild it for `B` (the read order is kept by the caller, not here).
     "tr_execute": (
         "B::tr_execute(TransactionPrimitive::new(transaction.read_floats, "
         "transaction.read_qfloats, transaction.read_ints, transaction.read_bools))"
     ),
+}
+
+
+# Tensor-creation ops: every model creates tensors on its device before anything else, so this
+# is where an autotuned device is announced (once) or refused under `strict`.
+ANNOUNCE_AUTOTUNE = {
+    "float_from_data",
+    "float_random",
+    "float_zeros",
+    "float_ones",
+    "float_full",
+    "float_empty",
 }
 
 
@@ -221,6 +241,8 @@ def forward(sig, structs):
             )
         else:
             body = call
+    if name in ANNOUNCE_AUTOTUNE:
+        body = "crate::determinism::autotune::on_use::<B>(device);\n        " + body
     return name, "    %s {\n        %s\n    }\n" % (new_sig, body)
 
 

@@ -210,7 +210,9 @@ impl RunLog {
 
 /// Runs this program twice as child processes with the same arguments (minus
 /// `--check-determinism`, plus `--output-dir DIR/run-N`), reads both `log.json`s and compares
-/// the parameter hashes. Returns whether they are equal.
+/// the parameter hashes. Returns whether they are equal. Each child gets a new empty CubeCL
+/// autotune cache (`DIR/run-N/autotune`), so in a build with autotune the two runs tune
+/// independently and cannot agree by reading one cache.
 pub fn check_determinism(output_dir: &Path) -> std::io::Result<bool> {
     let exe = std::env::current_exe()?;
     let mut args: Vec<String> = Vec::new();
@@ -232,10 +234,15 @@ pub fn check_determinism(output_dir: &Path) -> std::io::Result<bool> {
             "determinism check: run {run} of 2 in a new process ({})",
             dir.display()
         );
+        let autotune_cache = dir.join("autotune");
+        if autotune_cache.exists() {
+            std::fs::remove_dir_all(&autotune_cache)?;
+        }
         let status = Command::new(&exe)
             .args(&args)
             .arg("--output-dir")
             .arg(&dir)
+            .env(crate::processes::AUTOTUNE_CACHE_ENV, &autotune_cache)
             .status()?;
         if !status.success() {
             return Err(std::io::Error::other(format!("run {run} failed: {status}")));
@@ -545,6 +552,8 @@ pub fn run_example<E: Experiment>(
         eprintln!("error: {message}");
         ExitCode::from(2)
     };
+    // Before any device exists: CubeCL reads its configuration once.
+    crate::processes::pin_autotune_cache_from_env();
     let output_dir = common
         .output_dir
         .clone()

@@ -8,5 +8,6 @@ pub mod golden;
 pub mod harness;
 pub mod metrics;
 pub mod plot;
+pub mod processes;
 #[cfg(feature = "wgpu")]
 pub mod wgpu_setup;

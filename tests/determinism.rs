@@ -1,12 +1,19 @@
 //! Determinism is the product promise: forward + backward through the decorator, run twice in
-//! this process and once in each of two child processes, gives the same bits, on every backend
-//! the tests can reach.
+//! this process and once in each of three child processes, gives the same bits, on every
+//! backend the tests can reach. Each child starts with an empty CubeCL autotune cache, so a
+//! build with Burn's `autotune` feature cannot agree by reading one cache: there, children that
+//! differ must each have printed the decorator's autotune notice (never a silent drift).
+//!
+//! The negative controls (the plain ops drifting where they drift) are in
+//! `determinism_contract.rs`; resize itself has no plain counterpart to drift: the native
+//! backward panics on these backends.
 
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::DType;
 use burn_deterministic_suite::harness::{uniform, Resize};
 use burn_deterministic_suite::metrics::sha256_hex;
+use burn_deterministic_suite::processes::{pin_autotune_cache_from_env, run_child, CASE_ENV};
 
 /// SHA-256 over the bits of `y` and `dx` for several modes, sizes and batch layouts.
 fn fingerprint<B: AutodiffBackend>(device: &B::Device) -> String {
@@ -33,34 +40,6 @@ fn fingerprint<B: AutodiffBackend>(device: &B::Device) -> String {
         bytes.extend_from_slice(dx.as_bytes());
     }
     sha256_hex(&bytes)
-}
-
-const CHILD_ENV: &str = "BD_FINGERPRINT_BACKEND";
-
-/// Runs this test binary's `child_prints_fingerprint` for `backend` in a new process.
-fn fingerprint_in_child(backend: &str) -> String {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_prints_fingerprint",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, backend)
-        .output()
-        .expect("child test process starts");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "child failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-        .lines()
-        .find_map(|l| l.split_once("FINGERPRINT=").map(|(_, hash)| hash.trim()))
-        .unwrap_or_else(|| panic!("no fingerprint in child output:\n{stdout}"))
-        .to_string()
 }
 
 fn fingerprint_of(backend: &str) -> Option<String> {
@@ -98,44 +77,64 @@ fn fingerprint_of(backend: &str) -> Option<String> {
 #[test]
 #[ignore = "run as a child process by the determinism tests"]
 fn child_prints_fingerprint() {
-    let backend = std::env::var(CHILD_ENV).expect("run by the determinism tests");
+    pin_autotune_cache_from_env();
+    let backend = std::env::var(CASE_ENV).expect("run by the determinism tests");
     let hash = fingerprint_of(&backend).expect("backend available in the child");
     println!("\nFINGERPRINT={hash}");
 }
 
-fn twice_and_in_two_processes(backend: &str) {
+/// A line only the decorator's autotune notice prints.
+const AUTOTUNE_NOTICE: &str = "is built with CubeCL autotune";
+
+fn twice_and_in_three_processes(backend: &str) {
     let Some(first) = fingerprint_of(backend) else {
         return;
     };
     let second = fingerprint_of(backend).unwrap();
     assert_eq!(first, second, "{backend}: two runs in one process differ");
-    let children = [fingerprint_in_child(backend), fingerprint_in_child(backend)];
-    assert_eq!(children[0], first, "{backend}: child process 1 differs");
-    assert_eq!(children[1], first, "{backend}: child process 2 differs");
-    eprintln!("{backend}: 4 runs, 2 processes, fingerprint {first}");
+    let children: Vec<_> = (0..3)
+        .map(|_| run_child("child_prints_fingerprint", backend, &[]))
+        .collect();
+    let hashes: Vec<String> = children.iter().map(|c| c.value("FINGERPRINT")).collect();
+    if hashes.iter().all(|h| *h == hashes[0]) {
+        eprintln!(
+            "{backend}: 2 runs here, 3 new processes: fingerprint {}",
+            hashes[0]
+        );
+        return;
+    }
+    for (child, hash) in children.iter().zip(&hashes) {
+        assert!(
+            child.stderr.contains(AUTOTUNE_NOTICE),
+            "{backend}: processes differ ({hashes:?}) and the one with {hash} printed no \
+             autotune notice: a silent drift.\nstderr:\n{}",
+            child.stderr
+        );
+    }
+    eprintln!("{backend}: fresh autotune caches gave {hashes:?}, each process announced it");
 }
 
 #[cfg(feature = "ndarray")]
 #[test]
 fn ndarray_forward_backward_is_bit_reproducible() {
-    twice_and_in_two_processes("ndarray");
+    twice_and_in_three_processes("ndarray");
 }
 
 #[cfg(feature = "flex")]
 #[test]
 fn flex_forward_backward_is_bit_reproducible() {
-    twice_and_in_two_processes("flex");
+    twice_and_in_three_processes("flex");
 }
 
 #[cfg(feature = "wgpu")]
 #[test]
 fn wgpu_forward_backward_is_bit_reproducible() {
-    twice_and_in_two_processes("wgpu");
+    twice_and_in_three_processes("wgpu");
 }
 
 /// Run by `scripts/gpu-bench.sh` on a machine with an NVIDIA GPU (compile-checked in CI).
 #[cfg(feature = "cuda")]
 #[test]
 fn cuda_forward_backward_is_bit_reproducible() {
-    twice_and_in_two_processes("cuda");
+    twice_and_in_three_processes("cuda");
 }

@@ -10,7 +10,7 @@
 //! ```json
 //! {"policy": "auto", "modes": {"nearest": false, "bilinear": true, "bicubic": true, "lanczos3": true},
 //!  "layout": "auto", "block_size": 64, "banded_min_gain": 16.0, "max_weight_bytes": 268435456,
-//!  "cache_max_entries": 64, "cache_max_bytes": 268435456}
+//!  "cache_max_entries": 64, "cache_max_bytes": 268435456, "fixed_order_ops": true, "strict": false}
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -122,6 +122,14 @@ pub struct DeterministicConfig {
     /// Weight cache bounds: entries (0 disables the cache) and bytes. Defaults 64 and 256 MiB.
     pub cache_max_entries: usize,
     pub cache_max_bytes: u64,
+    /// Replace the ops whose native kernel adds in a varying order on the device (full sums,
+    /// `scatter_nd` with repeated indices; see [`crate::determinism`]) by fixed-order
+    /// compositions of the inner backend's ops. Default `true`; `false` forwards them to `B`.
+    pub fixed_order_ops: bool,
+    /// Refuse to run where bits can still depend on something outside the computation: on a
+    /// device whose kernels CubeCL's autotune picks, creating a tensor panics with the cause
+    /// and the Cargo line that fixes it, instead of printing it once. Default `false`.
+    pub strict: bool,
 }
 
 impl Default for DeterministicConfig {
@@ -135,6 +143,8 @@ impl Default for DeterministicConfig {
             max_weight_bytes: 256 << 20,
             cache_max_entries: 64,
             cache_max_bytes: 256 << 20,
+            fixed_order_ops: true,
+            strict: false,
         }
     }
 }

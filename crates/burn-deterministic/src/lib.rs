@@ -14,10 +14,15 @@
 //! type Train = burn::backend::Autodiff<burn_deterministic::DeterministicBackend<burn::backend::Wgpu>>;
 //! ```
 //!
+//! Beyond resize, the decorator keeps the rest of a training step in a fixed order: full sums
+//! and `scatter_nd` are rewritten on the devices where `B`'s kernel adds in a varying order, and
+//! a build whose CubeCL kernels are picked by autotune is announced (see [`determinism`]).
+//!
 //! What is rewritten, and when, is set by [`DeterministicConfig`] (see [`config`]).
 
 mod backend;
 pub mod config;
+pub mod determinism;
 mod device;
 #[cfg(feature = "distributed")]
 mod distributed;
@@ -27,5 +32,5 @@ pub mod resize;
 
 pub use backend::DeterministicBackend;
 pub use config::{with_config, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout};
-pub use device::{DeviceClass, DeviceKind};
+pub use device::{DeviceClass, DeviceKind, FullSumOrder, OrderHazards};
 pub use error::ResizeError;

@@ -1,0 +1,84 @@
+//! What the fixed-order rewrites cost: each one against `B`'s own op, in the same run.
+//!
+//! Ids `BACKEND/OP/SIZE/VARIANT` with VARIANT `native` (`B`'s op, the baseline) or `fixed_order`
+//! (the decorator's rewrite; forced on ndarray, where it is not applied, to measure the
+//! composition itself):
+//! - `sum`: full sum of f32 values (flex: rewritten from 4 Mi elements; wgpu: always);
+//! - `scatter_nd_add`: 4096 updates of rows of 64 into `[256, 64]`, every target repeated 16×
+//!   (wgpu only: the native op loses updates there, so its time is that of a wrong answer).
+//!
+//! `cargo bench --bench fixed_order_ops --features flex` (add `wgpu` for software Vulkan, which
+//! measures function, not GPU speed). `BENCH_QUICK=1` shortens the sampling.
+
+use burn::tensor::backend::Backend;
+use burn::tensor::{IndexingUpdateOp, Int, Tensor, TensorData, TensorPrimitive};
+use burn_deterministic::determinism::sum::fixed_order_sum;
+use burn_deterministic::{DeterministicBackend, DeviceClass};
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::time::Duration;
+
+fn sum_group<B: Backend>(c: &mut Criterion, backend: &str, device: &B::Device, sizes: &[usize]) {
+    for &n in sizes {
+        let x = Tensor::<B, 1>::random([n], burn::tensor::Distribution::Default, device);
+        let mut group = c.benchmark_group(format!("{backend}/sum/{n}"));
+        group.bench_function("native", |b| b.iter(|| x.clone().sum().into_data()));
+        group.bench_function("fixed_order", |b| {
+            b.iter(|| {
+                let sum = fixed_order_sum::<B>(x.clone().into_primitive().tensor());
+                Tensor::<B, 1>::from_primitive(TensorPrimitive::Float(sum)).into_data()
+            })
+        });
+        group.finish();
+    }
+}
+
+#[allow(dead_code)]
+fn scatter_nd_group<B: Backend>(c: &mut Criterion, backend: &str, device: &B::Device)
+where
+    B::Device: DeviceClass,
+{
+    let updates = 4096;
+    let targets: Vec<i64> = (0..updates).map(|i| (i % 256) as i64).collect();
+    let mut group = c.benchmark_group(format!("{backend}/scatter_nd_add/{updates}x64"));
+    fn run<B: Backend>(targets: &[i64], device: &B::Device) -> TensorData {
+        let n = targets.len();
+        let indices =
+            Tensor::<B, 2, Int>::from_data(TensorData::new(targets.to_vec(), [n, 1]), device);
+        let values = Tensor::<B, 2>::ones([n, 64], device);
+        Tensor::<B, 2>::zeros([256, 64], device)
+            .scatter_nd(indices, values, IndexingUpdateOp::Add)
+            .into_data()
+    }
+    group.bench_function("native", |b| b.iter(|| run::<B>(&targets, device)));
+    group.bench_function("fixed_order", |b| {
+        b.iter(|| run::<DeterministicBackend<B>>(&targets, device))
+    });
+    group.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    #[cfg(feature = "ndarray")]
+    sum_group::<burn::backend::NdArray>(c, "ndarray", &Default::default(), &[1 << 20, 8 << 20]);
+    #[cfg(feature = "flex")]
+    sum_group::<burn::backend::Flex>(c, "flex", &Default::default(), &[1 << 20, 8 << 20]);
+    #[cfg(feature = "wgpu")]
+    if let Some(device) = burn_deterministic_suite::wgpu_setup::vulkan_device() {
+        sum_group::<burn::backend::Wgpu>(c, "wgpu", &device, &[1 << 20]);
+        scatter_nd_group::<burn::backend::Wgpu>(c, "wgpu", &device);
+    }
+}
+
+fn config() -> Criterion {
+    let quick = std::env::var("BENCH_QUICK").is_ok();
+    Criterion::default()
+        .sample_size(if quick { 10 } else { 30 })
+        .warm_up_time(Duration::from_secs(if quick { 1 } else { 2 }))
+        .measurement_time(Duration::from_secs(if quick { 2 } else { 5 }))
+}
+
+criterion_group! {
+    name = group;
+    config = config();
+    targets = benches
+}
+criterion_main!(group);

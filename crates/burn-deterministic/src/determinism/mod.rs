@@ -1,0 +1,121 @@
+//! The determinism contract beyond resize: ops of a training step whose native kernel on some
+//! backend adds in an order that changes between runs, replaced by fixed-order compositions of
+//! `B`'s own ops on exactly those devices (see [`crate::OrderHazards`]).
+//!
+//! | op | native hazard (Burn 0.21) | rewrite | cost against `B`'s op |
+//! | --- | --- | --- | --- |
+//! | `float_sum`, `q_sum` | CubeCL: partial sums meet in a float `fetch_add`; flex: f32 ≥ 4 Mi elements summed by rayon | [`sum::fixed_order_sum`]: a tree of `float_sum_dim` over rows of 4096 | one more kernel per level of 4096× |
+//! | `float_mean` | flex: as its sum (CubeCL's mean is a chain of per-axis reductions: kept) | the fixed-order sum divided by the count, as flex does | as the sum |
+//! | `float_scatter_nd`, `int_scatter_nd` | CubeCL: repeated index tuples race (lost updates) | [`scatter_nd::in_rounds`]: one native scatter per occurrence number | a host read of the indices; one scatter per repeat level |
+//!
+//! Set `fixed_order_ops: false` in [`crate::DeterministicConfig`] to get `B`'s ops back.
+//! Kernels chosen by CubeCL's autotune are a separate matter: see [`autotune`].
+//! Not covered: `deform_conv2d_backward`'s input gradient (float atomics on CubeCL, `AtomicF32`
+//! on ndarray) is forwarded unchanged.
+
+pub mod autotune;
+pub mod scatter_nd;
+pub mod sum;
+
+pub use autotune::{check, use_autotune_cache_dir, AutotuneHazard, PinCacheError};
+
+use crate::{config, DeterministicBackend, DeviceClass, OrderHazards};
+use burn_backend::quantization::QuantPropagation;
+use burn_backend::tensor::{FloatTensor, IndexingUpdateOp, IntTensor, QuantizedTensor};
+use burn_backend::TensorPrimitive;
+use burn_backend::{get_device_settings, Backend, QTensorPrimitive, TensorMetadata};
+
+/// Whether the op guarded by `hazard` is rewritten on `device`: a hazard there, and
+/// `fixed_order_ops` on.
+fn rewrites<B: Backend>(device: &B::Device, hazard: impl FnOnce(OrderHazards) -> bool) -> bool
+where
+    B::Device: DeviceClass,
+{
+    hazard(device.order_hazards()) && config::current().fixed_order_ops
+}
+
+/// `float_sum` through the decorator.
+pub(crate) fn float_sum<B: Backend>(tensor: FloatTensor<B>) -> FloatTensor<B>
+where
+    B::Device: DeviceClass,
+{
+    let (dtype, elements) = (tensor.dtype(), tensor.shape().num_elements());
+    if rewrites::<B>(&B::float_device(&tensor), |h| h.sum.varies(dtype, elements)) {
+        sum::fixed_order_sum::<B>(tensor)
+    } else {
+        B::float_sum(tensor)
+    }
+}
+
+/// `float_mean` through the decorator: the fixed-order sum divided by the element count (flex
+/// computes its mean as `sum / n` too).
+pub(crate) fn float_mean<B: Backend>(tensor: FloatTensor<B>) -> FloatTensor<B>
+where
+    B::Device: DeviceClass,
+{
+    let (dtype, elements) = (tensor.dtype(), tensor.shape().num_elements());
+    if rewrites::<B>(&B::float_device(&tensor), |h| {
+        h.mean.varies(dtype, elements)
+    }) {
+        B::float_div_scalar(sum::fixed_order_sum::<B>(tensor), (elements as f64).into())
+    } else {
+        B::float_mean(tensor)
+    }
+}
+
+/// `q_sum` through the decorator: Burn's default body (dequantize, sum, requantize when the
+/// scheme propagates), with the decorator's sum. Backends whose sum is fixed-order keep theirs.
+pub(crate) fn q_sum<B: Backend>(
+    tensor: QuantizedTensor<B>,
+) -> TensorPrimitive<DeterministicBackend<B>>
+where
+    B::Device: DeviceClass,
+{
+    let device = B::q_device(&tensor);
+    let elements = tensor.shape().num_elements();
+    let dtype = get_device_settings::<B>(&device).float_dtype;
+    if !rewrites::<B>(&device, |h| h.sum.varies(dtype.into(), elements)) {
+        return crate::ops::rebrand::outer_primitive(B::q_sum(tensor));
+    }
+    let scheme = *tensor.scheme();
+    let propagation = tensor.propagation();
+    let sum = float_sum::<B>(B::dequantize(tensor, dtype));
+    match propagation {
+        QuantPropagation::Propagate => TensorPrimitive::QFloat(B::quantize_dynamic(sum, &scheme)),
+        QuantPropagation::Inhibit => TensorPrimitive::Float(sum),
+    }
+}
+
+/// `float_scatter_nd` through the decorator.
+pub(crate) fn float_scatter_nd<B: Backend>(
+    data: FloatTensor<B>,
+    indices: IntTensor<B>,
+    values: FloatTensor<B>,
+    reduction: IndexingUpdateOp,
+) -> FloatTensor<B>
+where
+    B::Device: DeviceClass,
+{
+    if rewrites::<B>(&B::float_device(&data), |h| h.scatter_nd) {
+        scatter_nd::in_rounds::<B, scatter_nd::Float>(data, indices, values, reduction)
+    } else {
+        B::float_scatter_nd(data, indices, values, reduction)
+    }
+}
+
+/// `int_scatter_nd` through the decorator.
+pub(crate) fn int_scatter_nd<B: Backend>(
+    data: IntTensor<B>,
+    indices: IntTensor<B>,
+    values: IntTensor<B>,
+    reduction: IndexingUpdateOp,
+) -> IntTensor<B>
+where
+    B::Device: DeviceClass,
+{
+    if rewrites::<B>(&B::int_device(&data), |h| h.scatter_nd) {
+        scatter_nd::in_rounds::<B, scatter_nd::Int>(data, indices, values, reduction)
+    } else {
+        B::int_scatter_nd(data, indices, values, reduction)
+    }
+}
