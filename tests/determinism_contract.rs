@@ -3,21 +3,14 @@
 //! numerics; and every determinism claim comes with a negative control, run in separate
 //! processes, that shows the plain backend drifting where it drifts.
 
-use burn::module::Module;
-use burn::nn::conv::{Conv2d, Conv2dConfig};
-use burn::nn::PaddingConfig2d;
-use burn::optim::grad_clipping::GradientClippingConfig;
-use burn::optim::{AdamConfig, GradientsParams, Optimizer};
-use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::module::interpolate;
-use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
+use burn::tensor::backend::Backend;
 use burn::tensor::{
     DType, ElementConversion, IndexingUpdateOp, Int, Tensor, TensorData, TensorPrimitive,
 };
 use burn_deterministic::determinism::sum::fixed_order_sum;
 use burn_deterministic::{with_config, DeterministicBackend, DeterministicConfig, DeviceClass};
 use burn_deterministic_suite::harness::{tensor, uniform};
-use burn_deterministic_suite::metrics::{parameter_hash, sha256_hex};
+use burn_deterministic_suite::metrics::sha256_hex;
 use burn_deterministic_suite::processes::{pin_autotune_cache_from_env, run_child, CASE_ENV};
 use std::collections::BTreeSet;
 
@@ -122,73 +115,88 @@ fn assert_scatter_nd_exact<B: Backend>(device: &B::Device) {
 // ---------------------------------------------------------------------------------------------
 // Training: a loss reduced by a full `sum()` and gradient clipping by norm (`sqrt(sum(g²))`).
 
-#[derive(Module, Debug)]
-struct UpsampleNet<B: Backend> {
-    encode: Conv2d<B>,
-    head: Conv2d<B>,
-}
+#[cfg(feature = "wgpu")]
+mod training {
+    use super::{bits, tensor, uniform};
+    use burn::module::Module;
+    use burn::nn::conv::{Conv2d, Conv2dConfig};
+    use burn::nn::PaddingConfig2d;
+    use burn::optim::grad_clipping::GradientClippingConfig;
+    use burn::optim::{AdamConfig, GradientsParams, Optimizer};
+    use burn::tensor::backend::{AutodiffBackend, Backend};
+    use burn::tensor::module::interpolate;
+    use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
+    use burn::tensor::{DType, Tensor};
+    use burn_deterministic_suite::metrics::parameter_hash;
 
-impl<B: Backend> UpsampleNet<B> {
-    fn new(device: &B::Device) -> Self {
-        let conv = |i, o| {
-            Conv2dConfig::new([i, o], [3, 3])
-                .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
-                .init(device)
-        };
-        Self {
-            encode: conv(3, 8),
-            head: conv(8, 2),
+    #[derive(Module, Debug)]
+    struct UpsampleNet<B: Backend> {
+        encode: Conv2d<B>,
+        head: Conv2d<B>,
+    }
+
+    impl<B: Backend> UpsampleNet<B> {
+        fn new(device: &B::Device) -> Self {
+            let conv = |i, o| {
+                Conv2dConfig::new([i, o], [3, 3])
+                    .with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1))
+                    .init(device)
+            };
+            Self {
+                encode: conv(3, 8),
+                head: conv(8, 2),
+            }
+        }
+
+        /// `[N, 3, H, W] → [N, 2, 16·H, 8·W]`: the last resize makes the loss a full sum over
+        /// millions of values, as a segmentation loss at full resolution is.
+        fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
+            let [_, _, h, w] = x.dims();
+            let features = burn::tensor::activation::relu(self.encode.forward(x));
+            let up = interpolate(
+                features,
+                [2 * h, 2 * w],
+                InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(false),
+            );
+            let y = self.head.forward(up);
+            interpolate(
+                y,
+                [16 * h, 8 * w],
+                InterpolateOptions::new(InterpolateMode::Bicubic).with_align_corners(false),
+            )
         }
     }
 
-    /// `[N, 3, H, W] → [N, 2, 16·H, 8·W]`: the last resize makes the loss a full sum over
-    /// millions of values, as a segmentation loss at full resolution is.
-    fn forward(&self, x: Tensor<B, 4>) -> Tensor<B, 4> {
-        let [_, _, h, w] = x.dims();
-        let features = burn::tensor::activation::relu(self.encode.forward(x));
-        let up = interpolate(
-            features,
-            [2 * h, 2 * w],
-            InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(false),
+    /// Two Adam steps with gradient clipping by norm on a squared error summed by a full `sum()`
+    /// over 4 Mi values: the parameters' hash and the bits of each step's loss.
+    pub fn train<B: AutodiffBackend>(device: &B::Device) -> (String, String) {
+        B::seed(device, 7);
+        let mut model = UpsampleNet::<B>::new(device);
+        let mut optimizer = AdamConfig::new()
+            .with_grad_clipping(Some(GradientClippingConfig::Norm(0.5)))
+            .init();
+        let x: Tensor<B, 4> = tensor(
+            &uniform(1, 4 * 3 * 64 * 64),
+            [4, 3, 64, 64],
+            DType::F32,
+            device,
         );
-        let y = self.head.forward(up);
-        interpolate(
-            y,
-            [16 * h, 8 * w],
-            InterpolateOptions::new(InterpolateMode::Bicubic).with_align_corners(false),
-        )
+        let target_shape = [4, 2, 1024, 512];
+        let target: Tensor<B, 4> = tensor(
+            &uniform(2, 4 * 2 * 1024 * 512),
+            target_shape,
+            DType::F32,
+            device,
+        );
+        let mut losses = Vec::new();
+        for _ in 0..2 {
+            let loss = (model.forward(x.clone()) - target.clone()).square().sum();
+            losses.push(bits(loss.clone().inner()));
+            let grads = GradientsParams::from_grads(loss.backward(), &model);
+            model = optimizer.step(1e-2, model, grads);
+        }
+        (parameter_hash(&model), losses.join("-"))
     }
-}
-
-/// Two Adam steps with gradient clipping by norm on a squared error summed by a full `sum()`
-/// over 4 Mi values: the parameters' hash and the bits of each step's loss.
-fn train<B: AutodiffBackend>(device: &B::Device) -> (String, String) {
-    B::seed(device, 7);
-    let mut model = UpsampleNet::<B>::new(device);
-    let mut optimizer = AdamConfig::new()
-        .with_grad_clipping(Some(GradientClippingConfig::Norm(0.5)))
-        .init();
-    let x: Tensor<B, 4> = tensor(
-        &uniform(1, 4 * 3 * 64 * 64),
-        [4, 3, 64, 64],
-        DType::F32,
-        device,
-    );
-    let target_shape = [4, 2, 1024, 512];
-    let target: Tensor<B, 4> = tensor(
-        &uniform(2, 4 * 2 * 1024 * 512),
-        target_shape,
-        DType::F32,
-        device,
-    );
-    let mut losses = Vec::new();
-    for _ in 0..2 {
-        let loss = (model.forward(x.clone()) - target.clone()).square().sum();
-        losses.push(bits(loss.clone().inner()));
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
-        model = optimizer.step(1e-2, model, grads);
-    }
-    (parameter_hash(&model), losses.join("-"))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -222,7 +230,7 @@ fn child_case() {
         "train-wgpu" => {
             type Train = burn::backend::Autodiff<Det<burn::backend::Wgpu>>;
             let device = vulkan();
-            let (hash, losses) = train::<Train>(&device);
+            let (hash, losses) = training::train::<Train>(&device);
             println!("DET={hash}\nDET_LOSS={losses}");
         }
         other => panic!("unknown case {other}"),
