@@ -18,12 +18,6 @@ const F64_TOLERANCE: f64 = 1e-11;
 #[allow(dead_code)]
 const WGSL_F64_TOLERANCE: f64 = 5e-5;
 
-/// In a build with CubeCL autotune (`wgpu-default-features`), every new shape is tuned on first
-/// use, which takes minutes per family of shapes on the software rasteriser: there the wgpu
-/// tests check the f32 cases under the default configuration. Every other build checks all.
-#[allow(dead_code)]
-const AUTOTUNE_SUBSET: bool = cfg!(feature = "wgpu-default-features");
-
 fn configs() -> [(&'static str, DeterministicConfig); 2] {
     let always = DeterministicConfig {
         policy: RewritePolicy::Always,
@@ -36,7 +30,7 @@ fn configs() -> [(&'static str, DeterministicConfig); 2] {
     ]
 }
 
-fn check_golden<B: AutodiffBackend>(device: &B::Device, f64_tolerance: f64, subset: bool) {
+fn check_golden<B: AutodiffBackend>(device: &B::Device, f64_tolerance: f64) {
     // f64 wherever the backend supports it (ndarray, flex; wgpu where the adapter has f64).
     let with_f64 = B::supports_dtype(device, DType::F64);
     let cases = load_cases();
@@ -48,7 +42,7 @@ fn check_golden<B: AutodiffBackend>(device: &B::Device, f64_tolerance: f64, subs
         with_config(config, || {
             for case in &cases {
                 let is_f64 = case.dtype() == DType::F64;
-                if is_f64 && !with_f64 || subset && (is_f64 || label != "default") {
+                if is_f64 && !with_f64 {
                     continue;
                 }
                 let (y, dx) = case.run::<B>(device);
@@ -88,12 +82,7 @@ fn check_golden<B: AutodiffBackend>(device: &B::Device, f64_tolerance: f64, subs
         failures.len(),
         failures.join("\n")
     );
-    let expected = match (subset, with_f64) {
-        (true, _) => 95,
-        (false, true) => 380,
-        (false, false) => 190,
-    };
-    assert_eq!(checked, expected);
+    assert_eq!(checked, if with_f64 { 380 } else { 190 });
 }
 
 #[cfg(feature = "ndarray")]
@@ -105,20 +94,12 @@ mod ndarray {
 
     #[test]
     fn golden_decorator_inside_autodiff() {
-        check_golden::<Autodiff<DeterministicBackend<NdArray>>>(
-            &NdArrayDevice::Cpu,
-            F64_TOLERANCE,
-            false,
-        );
+        check_golden::<Autodiff<DeterministicBackend<NdArray>>>(&NdArrayDevice::Cpu, F64_TOLERANCE);
     }
 
     #[test]
     fn golden_decorator_outside_autodiff() {
-        check_golden::<DeterministicBackend<Autodiff<NdArray>>>(
-            &NdArrayDevice::Cpu,
-            F64_TOLERANCE,
-            false,
-        );
+        check_golden::<DeterministicBackend<Autodiff<NdArray>>>(&NdArrayDevice::Cpu, F64_TOLERANCE);
     }
 }
 
@@ -131,7 +112,7 @@ mod flex {
 
     #[test]
     fn golden_flex_decorator_inside_autodiff() {
-        check_golden::<Autodiff<DeterministicBackend<Flex>>>(&FlexDevice, F64_TOLERANCE, false);
+        check_golden::<Autodiff<DeterministicBackend<Flex>>>(&FlexDevice, F64_TOLERANCE);
     }
 }
 
@@ -147,11 +128,7 @@ mod wgpu {
         let Some(device) = vulkan_device() else {
             return;
         };
-        check_golden::<Autodiff<DeterministicBackend<Wgpu>>>(
-            &device,
-            WGSL_F64_TOLERANCE,
-            AUTOTUNE_SUBSET,
-        );
+        check_golden::<Autodiff<DeterministicBackend<Wgpu>>>(&device, WGSL_F64_TOLERANCE);
     }
 
     #[test]
@@ -159,11 +136,7 @@ mod wgpu {
         let Some(device) = vulkan_device() else {
             return;
         };
-        check_golden::<DeterministicBackend<Autodiff<Wgpu>>>(
-            &device,
-            WGSL_F64_TOLERANCE,
-            AUTOTUNE_SUBSET,
-        );
+        check_golden::<DeterministicBackend<Autodiff<Wgpu>>>(&device, WGSL_F64_TOLERANCE);
     }
 }
 
@@ -176,19 +149,11 @@ mod cuda {
 
     #[test]
     fn golden_cuda_decorator_inside_autodiff() {
-        check_golden::<Autodiff<DeterministicBackend<Cuda>>>(
-            &Default::default(),
-            F64_TOLERANCE,
-            false,
-        );
+        check_golden::<Autodiff<DeterministicBackend<Cuda>>>(&Default::default(), F64_TOLERANCE);
     }
 
     #[test]
     fn golden_cuda_decorator_outside_autodiff() {
-        check_golden::<DeterministicBackend<Autodiff<Cuda>>>(
-            &Default::default(),
-            F64_TOLERANCE,
-            false,
-        );
+        check_golden::<DeterministicBackend<Autodiff<Cuda>>>(&Default::default(), F64_TOLERANCE);
     }
 }
