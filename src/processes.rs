@@ -10,6 +10,9 @@ use std::process::Command;
 /// The environment variable that tells a helper test which case to run.
 pub const CASE_ENV: &str = "BD_CHILD_CASE";
 
+/// A phrase only the decorator's autotune notice (`AutotuneHazard`) prints.
+pub const AUTOTUNE_NOTICE: &str = "is built with CubeCL autotune";
+
 /// What one child process printed.
 #[derive(Debug, Clone)]
 pub struct Child {
@@ -32,6 +35,11 @@ impl Child {
             .collect()
     }
 
+    /// Whether the child printed the decorator's autotune notice.
+    pub fn announced_autotune(&self) -> bool {
+        self.stderr.contains(AUTOTUNE_NOTICE)
+    }
+
     /// The one value printed as `KEY=value`.
     pub fn value(&self, key: &str) -> String {
         let values = self.values(key);
@@ -50,18 +58,13 @@ impl Child {
 /// (passed as [`AUTOTUNE_CACHE_ENV`]: the helper pins it, so no two processes share tuning
 /// results). Panics with the child's output when it fails.
 pub fn run_child(helper: &str, case: &str, env: &[(&str, &str)]) -> Child {
-    let output = spawn(helper, case, env);
+    let (succeeded, child) = run_child_unchecked(helper, case, env);
     assert!(
-        output.status.success(),
-        "child {case} failed ({}):\n{}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+        succeeded,
+        "child {case} failed:\n{}\n{}",
+        child.stdout, child.stderr
     );
-    Child {
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
+    child
 }
 
 /// Like [`run_child`], for a case expected to fail: the child's output and whether it

@@ -11,16 +11,13 @@ use burn::tensor::Tensor;
 use burn_deterministic::determinism::{check, use_autotune_cache_dir, PinCacheError};
 use burn_deterministic::{with_config, DeterministicBackend, DeterministicConfig};
 use burn_deterministic_suite::processes::{
-    fresh_dir, pin_autotune_cache_from_env, run_child, run_child_unchecked, AUTOTUNE_CACHE_ENV,
-    CASE_ENV,
+    fresh_dir, pin_autotune_cache_from_env, run_child, run_child_unchecked, Child,
+    AUTOTUNE_CACHE_ENV, AUTOTUNE_NOTICE, CASE_ENV,
 };
 
 type Det<B> = DeterministicBackend<B>;
 
 const AUTOTUNE_BUILD: bool = cfg!(feature = "wgpu-default-features");
-
-/// A line only the notice prints.
-const NOTICE: &str = "is built with CubeCL autotune";
 
 fn vulkan() -> burn::backend::wgpu::WgpuDevice {
     burn_deterministic_suite::wgpu_setup::vulkan_device().expect("a Vulkan adapter")
@@ -89,7 +86,7 @@ fn fresh_autotune_caches_never_drift_silently() {
         .collect();
     let hashes: std::collections::BTreeSet<String> =
         children.iter().map(|c| c.value("FINGERPRINT")).collect();
-    let announced = children.iter().all(|c| c.stderr.contains(NOTICE));
+    let announced = children.iter().all(Child::announced_autotune);
     eprintln!(
         "3 fresh-cache processes: {} distinct result(s); announced: {announced}",
         hashes.len()
@@ -104,7 +101,7 @@ fn check_reports_autotune_exactly_in_autotune_builds() {
     assert_eq!(report.is_err(), AUTOTUNE_BUILD, "{report:?}");
     if let Err(hazard) = report {
         let message = hazard.to_string();
-        assert!(message.contains(NOTICE), "{message}");
+        assert!(message.contains(AUTOTUNE_NOTICE), "{message}");
         assert!(message.contains("default-features = false"), "{message}");
     }
 }
@@ -113,7 +110,7 @@ fn check_reports_autotune_exactly_in_autotune_builds() {
 fn the_notice_is_printed_once_per_process_in_autotune_builds() {
     let child = run_child("child_case", "use", &[]);
     assert_eq!(child.value("RESULT"), "98304");
-    let notices = child.stderr.matches(NOTICE).count();
+    let notices = child.stderr.matches(AUTOTUNE_NOTICE).count();
     assert_eq!(
         notices,
         usize::from(AUTOTUNE_BUILD),
@@ -127,7 +124,7 @@ fn strict_refuses_an_autotuned_device() {
     let (succeeded, child) = run_child_unchecked("child_case", "strict", &[]);
     assert_eq!(succeeded, !AUTOTUNE_BUILD, "stderr:\n{}", child.stderr);
     if AUTOTUNE_BUILD {
-        assert!(child.stderr.contains(NOTICE), "stderr:\n{}", child.stderr);
+        assert!(child.announced_autotune(), "stderr:\n{}", child.stderr);
         assert!(child.values("RESULT").is_empty());
     }
 }

@@ -83,9 +83,6 @@ fn child_prints_fingerprint() {
     println!("\nFINGERPRINT={hash}");
 }
 
-/// A line only the decorator's autotune notice prints.
-const AUTOTUNE_NOTICE: &str = "is built with CubeCL autotune";
-
 fn twice_and_in_three_processes(backend: &str) {
     let Some(first) = fingerprint_of(backend) else {
         return;
@@ -105,7 +102,7 @@ fn twice_and_in_three_processes(backend: &str) {
     }
     for (child, hash) in children.iter().zip(&hashes) {
         assert!(
-            child.stderr.contains(AUTOTUNE_NOTICE),
+            child.announced_autotune(),
             "{backend}: processes differ ({hashes:?}) and the one with {hash} printed no \
              autotune notice: a silent drift.\nstderr:\n{}",
             child.stderr

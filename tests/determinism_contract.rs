@@ -261,9 +261,6 @@ where
     }
 }
 
-/// A line only the decorator's autotune notice prints.
-const AUTOTUNE_NOTICE: &str = "is built with CubeCL autotune";
-
 /// The values one key took in [`PROCESSES`] new processes, and whether every process printed
 /// the autotune notice.
 struct AcrossProcesses {
@@ -297,7 +294,7 @@ impl AcrossProcesses {
         let announced = self
             .children
             .iter()
-            .all(|c| c.stderr.contains(AUTOTUNE_NOTICE));
+            .all(burn_deterministic_suite::processes::Child::announced_autotune);
         assert!(
             det.len() == 1 || announced,
             "{what}: the decorator gave {} different results",
@@ -500,7 +497,7 @@ mod wgpu {
         let announced = runs
             .children
             .iter()
-            .all(|c| c.stderr.contains(AUTOTUNE_NOTICE));
+            .all(burn_deterministic_suite::processes::Child::announced_autotune);
         for key in ["DET", "DET_LOSS"] {
             let values = runs.distinct(key);
             assert!(values.len() == 1 || announced, "{key}: {values:?}");
