@@ -5,7 +5,11 @@
 //! composition itself):
 //! - `sum`: full sum of f32 values (flex: rewritten from 4 Mi elements; wgpu: always);
 //! - `scatter_nd_add`: 4096 updates of rows of 64 into `[256, 64]`, every target repeated 16×
-//!   (wgpu only: the native op loses updates there, so its time is that of a wrong answer).
+//!   (wgpu only: the native op loses updates there, so its time is that of a wrong answer);
+//! - `deform_conv2d_fwd_bwd`: forward and backward of a 3×3 deformable convolution, 32 → 32
+//!   channels on `[2, 32, 32, 32]`, offsets within ±2 pixels, with a mask (ndarray and wgpu,
+//!   where the input gradient is rewritten; `native` is `Autodiff<B>`, `fixed_order` is
+//!   `Autodiff<DeterministicBackend<B>>`).
 //!
 //! `cargo bench --bench fixed_order_ops --features flex` (add `wgpu` for software Vulkan, which
 //! measures function, not GPU speed). `BENCH_QUICK=1` shortens the sampling.
@@ -56,15 +60,51 @@ where
     group.finish();
 }
 
+#[allow(dead_code)]
+fn deform_conv_group<B: Backend>(c: &mut Criterion, backend: &str, device: &B::Device)
+where
+    B::Device: DeviceClass,
+{
+    use burn::backend::Autodiff;
+    use burn::tensor::backend::AutodiffBackend;
+    use burn::tensor::module::deform_conv2d;
+    use burn::tensor::ops::DeformConvOptions;
+    use burn::tensor::Distribution;
+    fn run<A: AutodiffBackend>(device: &A::Device) -> TensorData {
+        let (batch, channels, size) = (2, 32, 32);
+        let uniform = |shape: [usize; 4], scale: f64| {
+            Tensor::<A, 4>::random(shape, Distribution::Uniform(-scale, scale), device)
+                .require_grad()
+        };
+        let x = uniform([batch, channels, size, size], 1.0);
+        let offset = uniform([batch, 2 * 9, size, size], 2.0);
+        let weight = uniform([channels, channels, 3, 3], 0.1);
+        let mask = uniform([batch, 9, size, size], 1.0);
+        let options = DeformConvOptions::new([1, 1], [1, 1], [1, 1], 1, 1);
+        let out = deform_conv2d(x.clone(), offset, weight, Some(mask), None, options);
+        let grads = (out.clone() * out).sum().backward();
+        x.grad(&grads).expect("an input gradient").into_data()
+    }
+    let mut group = c.benchmark_group(format!("{backend}/deform_conv2d_fwd_bwd/2x32x32x32"));
+    group.bench_function("native", |b| b.iter(|| run::<Autodiff<B>>(device)));
+    group.bench_function("fixed_order", |b| {
+        b.iter(|| run::<Autodiff<DeterministicBackend<B>>>(device))
+    });
+    group.finish();
+}
+
 fn benches(c: &mut Criterion) {
     #[cfg(feature = "ndarray")]
     sum_group::<burn::backend::NdArray>(c, "ndarray", &Default::default(), &[1 << 20, 8 << 20]);
+    #[cfg(feature = "ndarray")]
+    deform_conv_group::<burn::backend::NdArray>(c, "ndarray", &Default::default());
     #[cfg(feature = "flex")]
     sum_group::<burn::backend::Flex>(c, "flex", &Default::default(), &[1 << 20, 8 << 20]);
     #[cfg(feature = "wgpu")]
     if let Some(device) = burn_deterministic_suite::wgpu_setup::vulkan_device() {
         sum_group::<burn::backend::Wgpu>(c, "wgpu", &device, &[1 << 20]);
         scatter_nd_group::<burn::backend::Wgpu>(c, "wgpu", &device);
+        deform_conv_group::<burn::backend::Wgpu>(c, "wgpu", &device);
     }
 }
 

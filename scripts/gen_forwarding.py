@@ -43,6 +43,10 @@ OVERRIDES = {
         "crate::determinism::float_scatter_nd::<B>(_data, _indices, _values, _reduction)"
     ),
     "int_scatter_nd": "crate::determinism::int_scatter_nd::<B>(_data, _indices, _values, _reduction)",
+    "deform_conv2d_backward": (
+        "crate::determinism::deform_conv2d_backward::<B>"
+        "(x, offset, weight, mask, bias, output_grad, options)"
+    ),
     # `TransactionPrimitive<Self>` and `TransactionPrimitive<B>` are distinct types holding the
     # same primitives; rebuild it for `B` (the read order is kept by the caller, not here).
     "tr_execute": (

@@ -3,7 +3,7 @@
 //! numerics; and every determinism claim comes with a negative control, run in separate
 //! processes, that shows the plain backend drifting where it drifts.
 
-use burn::tensor::backend::Backend;
+use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::{
     DType, ElementConversion, IndexingUpdateOp, Int, Tensor, TensorData, TensorPrimitive,
 };
@@ -203,6 +203,130 @@ mod training {
 // Child processes: each case prints `PLAIN=` (the plain backend or the switched-off decorator)
 // and `DET=` (the decorator) values, several repetitions per process.
 
+/// One deformable convolution's gradients: `[x, offset, weight, mask, bias]`.
+type DeformGrads<B> = [Tensor<B, 4>; 4];
+
+/// A deformable convolution with every option away from its default (stride, padding,
+/// dilation, two weight groups, two offset groups, a modulation mask), or, `crowded`, one whose
+/// learned offsets pull every sample of a large padded output onto the same few input pixels,
+/// so that each pixel's gradient adds thousands of contributions (where atomics race).
+fn deform_conv_grads<B: AutodiffBackend>(
+    device: &B::Device,
+    crowded: bool,
+) -> DeformGrads<B::InnerBackend> {
+    use burn::tensor::module::deform_conv2d;
+    use burn::tensor::ops::DeformConvOptions;
+    let (batch, channels, out_channels, height, width) = (2, 4, 4, 7, 9);
+    let (kernel, groups, offset_groups) = ([3, 2], 2, 2);
+    let options = if crowded {
+        DeformConvOptions::new([1, 1], [12, 12], [1, 1], groups, offset_groups)
+    } else {
+        DeformConvOptions::new([2, 1], [1, 2], [1, 2], groups, offset_groups)
+    };
+    let out = |axis: usize, size: usize| {
+        (size + 2 * options.padding[axis] - options.dilation[axis] * (kernel[axis] - 1) - 1)
+            / options.stride[axis]
+            + 1
+    };
+    let (out_h, out_w) = (out(0, height), out(1, width));
+    let taps = kernel[0] * kernel[1];
+    let param = |seed: u64, shape: [usize; 4], scale: f64, shift: f64| {
+        let n = shape.iter().product();
+        let values: Vec<f64> = uniform(seed, n).iter().map(|v| v * scale + shift).collect();
+        tensor::<B, 4>(&values, shape, DType::F32, device).require_grad()
+    };
+    let x = param(1, [batch, channels, height, width], 2.0, -1.0);
+    let weight = param(
+        2,
+        [out_channels, channels / groups, kernel[0], kernel[1]],
+        2.0,
+        -1.0,
+    );
+    let mask = param(3, [batch, offset_groups * taps, out_h, out_w], 1.0, 0.0);
+    let offset_shape = [batch, offset_groups * taps * 2, out_h, out_w];
+    let offset = if crowded {
+        // Offsets that move each sample from its grid position to near the image centre.
+        let mut values = uniform(4, offset_shape.iter().product());
+        for (i, v) in values.iter_mut().enumerate() {
+            let (pixel, channel) = (
+                i % (out_h * out_w),
+                i / (out_h * out_w) % (taps * 2 * offset_groups),
+            );
+            let (tap, axis) = (channel / 2 % taps, channel % 2);
+            let (out_pos, tap_pos, size) = if axis == 0 {
+                (pixel / out_w, tap / kernel[1], height)
+            } else {
+                (pixel % out_w, tap % kernel[1], width)
+            };
+            let grid = (out_pos + tap_pos) as f64 - options.padding[axis] as f64;
+            *v = size as f64 / 2.0 - 1.0 + 2.0 * *v - grid;
+        }
+        tensor::<B, 4>(&values, offset_shape, DType::F32, device).require_grad()
+    } else {
+        // Within ±3 pixels: some samples fall outside the image.
+        param(4, offset_shape, 6.0, -3.0)
+    };
+    let output_weights = param(5, [batch, out_channels, out_h, out_w], 2.0, -1.0);
+    let output = deform_conv2d(
+        x.clone(),
+        offset.clone(),
+        weight.clone(),
+        Some(mask.clone()),
+        None,
+        options,
+    );
+    let grads = (output * output_weights).sum().backward();
+    [x, offset, weight, mask].map(|t| t.grad(&grads).expect("a gradient"))
+}
+
+/// Through the decorator the input gradient is the rewrite's, within f32 rounding of `B`'s own
+/// (a different summation order); the other gradients are `B`'s, bit for bit.
+fn deform_conv_input_grad_matches_native<B: Backend>(device: &B::Device)
+where
+    B::Device: DeviceClass,
+{
+    use burn::backend::Autodiff;
+    for crowded in [false, true] {
+        let [x, offset, weight, mask] = deform_conv_grads::<Autodiff<B>>(device, crowded);
+        let [det_x, det_offset, det_weight, det_mask] =
+            deform_conv_grads::<Autodiff<Det<B>>>(device, crowded);
+        let (native, rewritten) = (x.into_data(), det_x.into_data());
+        let (native, rewritten) = (
+            native.to_vec::<f32>().unwrap(),
+            rewritten.to_vec::<f32>().unwrap(),
+        );
+        let scale = native.iter().fold(0f32, |m, v| m.max(v.abs()));
+        assert!(
+            scale > 0.0,
+            "the input gradient is all zeros: the case tests nothing"
+        );
+        for (i, (a, b)) in native.iter().zip(&rewritten).enumerate() {
+            assert!(
+                (a - b).abs() <= 1e-5 * scale,
+                "crowded {crowded}: input gradient {i}: native {a}, rewritten {b}"
+            );
+        }
+        assert_eq!(bits(offset), bits(det_offset), "offset gradient");
+        assert_eq!(bits(weight), bits(det_weight), "weight gradient");
+        assert_eq!(bits(mask), bits(det_mask), "mask gradient");
+    }
+}
+
+/// The deformable convolution's input gradient `REPEATS` times on `B` and through the decorator.
+#[allow(dead_code)]
+fn print_deform_conv_input_grads<B: Backend>(device: &B::Device)
+where
+    B::Device: DeviceClass,
+{
+    use burn::backend::Autodiff;
+    for _ in 0..REPEATS {
+        let [x, ..] = deform_conv_grads::<Autodiff<B>>(device, true);
+        println!("PLAIN={}", bits(x));
+        let [x, ..] = deform_conv_grads::<Autodiff<Det<B>>>(device, true);
+        println!("DET={}", bits(x));
+    }
+}
+
 const REPEATS: usize = 6;
 
 #[test]
@@ -226,6 +350,8 @@ fn child_case() {
                 println!("DET={}-{}", bits(added), bits(assigned));
             }
         }
+        #[cfg(feature = "wgpu")]
+        "deform-wgpu" => print_deform_conv_input_grads::<burn::backend::Wgpu>(&vulkan()),
         #[cfg(feature = "wgpu")]
         "train-wgpu" => {
             type Train = burn::backend::Autodiff<Det<burn::backend::Wgpu>>;
@@ -332,6 +458,13 @@ mod ndarray {
         assert_eq!(bits(plain.clone().sum()), bits(det.clone().sum()));
         assert_eq!(bits(plain.mean()), bits(det.mean()));
     }
+
+    /// ndarray's input gradient uses `AtomicF32` under rayon when burn-ndarray's
+    /// `multi-threads` is on (not in this build): the decorator rewrites it either way.
+    #[test]
+    fn deform_conv_input_grad_is_rewritten_and_close_to_native() {
+        deform_conv_input_grad_matches_native::<NdArray>(&Default::default());
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -394,6 +527,45 @@ mod flex {
     fn scatter_nd_with_repeats_is_exact() {
         assert_scatter_nd_exact::<Flex>(&Default::default());
         assert_scatter_nd_exact::<Det<Flex>>(&Default::default());
+    }
+
+    /// flex's deformable-convolution backward is one sequential loop: forwarded bit for bit.
+    #[test]
+    fn deform_conv_backward_is_forwarded() {
+        use burn::backend::Autodiff;
+        let device = Default::default();
+        for crowded in [false, true] {
+            let plain = deform_conv_grads::<Autodiff<Flex>>(&device, crowded);
+            let det = deform_conv_grads::<Autodiff<Det<Flex>>>(&device, crowded);
+            for (a, b) in plain.into_iter().zip(det) {
+                assert_eq!(bits(a), bits(b));
+            }
+        }
+    }
+
+    /// An independent implementation: the decorator's rewritten input gradient on ndarray is
+    /// within f32 rounding of flex's sequential loop.
+    #[cfg(feature = "ndarray")]
+    #[test]
+    fn deform_conv_input_grad_matches_flex() {
+        use burn::backend::{Autodiff, NdArray};
+        for crowded in [false, true] {
+            let [flex, ..] = deform_conv_grads::<Autodiff<Flex>>(&Default::default(), crowded);
+            let [det, ..] =
+                deform_conv_grads::<Autodiff<Det<NdArray>>>(&Default::default(), crowded);
+            let (flex, det) = (
+                flex.into_data().to_vec::<f32>().unwrap(),
+                det.into_data().to_vec::<f32>().unwrap(),
+            );
+            let scale = flex.iter().fold(0f32, |m, v| m.max(v.abs()));
+            assert!(scale > 0.0);
+            for (i, (a, b)) in flex.iter().zip(&det).enumerate() {
+                assert!(
+                    (a - b).abs() <= 1e-5 * scale,
+                    "crowded {crowded}: {i}: flex {a}, decorator {b}"
+                );
+            }
+        }
     }
 
     /// Negative control: flex's own sum of 32 Mi floats in 5 processes × 6 repetitions gives
@@ -480,6 +652,23 @@ mod wgpu {
     fn scatter_nd_drifts_natively_and_not_through_the_decorator() {
         AcrossProcesses::run("scatter-wgpu", &[]).assert_control_drifts_and_decorator_does_not(
             "wgpu scatter_nd",
+            "PLAIN",
+            "DET",
+        );
+    }
+
+    #[test]
+    fn deform_conv_input_grad_is_rewritten_and_close_to_native() {
+        deform_conv_input_grad_matches_native::<Wgpu>(&vulkan());
+    }
+
+    /// Negative control: CubeCL's deformable-convolution input gradient, with thousands of
+    /// samples per input pixel, adds them with float atomics in a varying order; the
+    /// decorator's ordered scatters give one result.
+    #[test]
+    fn deform_conv_input_grad_drifts_natively_and_not_through_the_decorator() {
+        AcrossProcesses::run("deform-wgpu", &[]).assert_control_drifts_and_decorator_does_not(
+            "wgpu deform_conv2d input gradient",
             "PLAIN",
             "DET",
         );

@@ -52,6 +52,9 @@ pub struct OrderHazards {
     /// `float_scatter_nd` / `int_scatter_nd` with repeated index tuples: one thread per update,
     /// unsynchronised read-modify-write, so repeated targets lose updates in a varying way.
     pub scatter_nd: bool,
+    /// `deform_conv2d_backward`'s input gradient: column gradients scattered onto the input with
+    /// a float atomic add per pixel (CubeCL's `fetch_add`; ndarray's `AtomicF32` under rayon).
+    pub deform_conv2d_input_grad: bool,
 }
 
 impl OrderHazards {
@@ -61,6 +64,7 @@ impl OrderHazards {
         sum: FullSumOrder::Atomic,
         mean: FullSumOrder::Atomic,
         scatter_nd: true,
+        deform_conv2d_input_grad: true,
     };
 
     /// No hazard: every native op the decorator knows of adds in a fixed order.
@@ -68,15 +72,18 @@ impl OrderHazards {
         sum: FullSumOrder::Fixed,
         mean: FullSumOrder::Fixed,
         scatter_nd: false,
+        deform_conv2d_input_grad: false,
     };
 
     /// CubeCL (wgpu, cuda, rocm) in Burn 0.21: `float_sum` ends in cubek-reduce's shared sum
     /// (`fetch_add` of partial sums), `float_mean` is a chain of per-axis reductions (fixed
-    /// order), `scatter_nd` updates without synchronisation.
+    /// order), `scatter_nd` updates without synchronisation, `deform_conv2d`'s input gradient
+    /// adds with float atomics.
     pub const CUBECL: Self = Self {
         sum: FullSumOrder::Atomic,
         mean: FullSumOrder::Fixed,
         scatter_nd: true,
+        deform_conv2d_input_grad: true,
     };
 }
 
@@ -100,7 +107,9 @@ pub trait DeviceClass {
     }
 }
 
-/// ndarray's sums and scatters run in a fixed order.
+/// ndarray's sums and scatters run in a fixed order. Its `deform_conv2d` input gradient adds
+/// into `AtomicF32`s from rayon tasks when burn-ndarray's `multi-threads` feature is on (it is
+/// in Burn's default features); whether it is cannot be seen from here, so it is rewritten.
 #[cfg(feature = "ndarray")]
 impl DeviceClass for burn::backend::ndarray::NdArrayDevice {
     fn device_kind(&self) -> DeviceKind {
@@ -108,12 +117,16 @@ impl DeviceClass for burn::backend::ndarray::NdArrayDevice {
     }
 
     fn order_hazards(&self) -> OrderHazards {
-        OrderHazards::NONE
+        OrderHazards {
+            deform_conv2d_input_grad: true,
+            ..OrderHazards::NONE
+        }
     }
 }
 
 /// flex sums f32 tensors of 4 Mi elements or more with rayon (`par_chunks(..).sum()`,
-/// burn-flex 0.21 `ops/reduce.rs`); its mean divides that sum. Everything else it adds in order.
+/// burn-flex 0.21 `ops/reduce.rs`); its mean divides that sum. Everything else it adds in order
+/// (its `deform_conv2d` backward is one sequential loop).
 #[cfg(feature = "flex")]
 impl DeviceClass for burn::backend::flex::FlexDevice {
     fn device_kind(&self) -> DeviceKind {
@@ -125,7 +138,7 @@ impl DeviceClass for burn::backend::flex::FlexDevice {
         OrderHazards {
             sum: from,
             mean: from,
-            scatter_nd: false,
+            ..OrderHazards::NONE
         }
     }
 }

@@ -7,19 +7,20 @@
 //! | `float_sum`, `q_sum` | CubeCL: partial sums meet in a float `fetch_add`; flex: f32 ≥ 4 Mi elements summed by rayon | [`sum::fixed_order_sum`]: a tree of `float_sum_dim` over rows of 4096 | one more kernel per level of 4096× |
 //! | `float_mean` | flex: as its sum (CubeCL's mean is a chain of per-axis reductions: kept) | the fixed-order sum divided by the count, as flex does | as the sum |
 //! | `float_scatter_nd`, `int_scatter_nd` | CubeCL: repeated index tuples race (lost updates) | [`scatter_nd::in_rounds`]: one native scatter per occurrence number | a host read of the indices; one scatter per repeat level |
+//! | `deform_conv2d_backward`, input gradient | CubeCL: float `fetch_add` per pixel; ndarray: `AtomicF32` under rayon | [`deform_conv::input_grad`]: column matmul, then one ordered `scatter_add` per bilinear corner | `B`'s backward still runs for the other gradients; a second column matmul and four scatters |
 //!
 //! Set `fixed_order_ops: false` in [`crate::DeterministicConfig`] to get `B`'s ops back.
 //! Kernels chosen by CubeCL's autotune are a separate matter: see [`autotune`].
-//! Not covered: `deform_conv2d_backward`'s input gradient (float atomics on CubeCL, `AtomicF32`
-//! on ndarray) is forwarded unchanged.
 
 pub mod autotune;
+pub mod deform_conv;
 pub mod scatter_nd;
 pub mod sum;
 
 pub use autotune::{check, use_autotune_cache_dir, AutotuneHazard, PinCacheError};
 
 use crate::{config, DeterministicBackend, DeviceClass, OrderHazards};
+use burn_backend::ops::{DeformConv2dBackward, DeformConvOptions};
 use burn_backend::quantization::QuantPropagation;
 use burn_backend::tensor::{FloatTensor, IndexingUpdateOp, IntTensor, QuantizedTensor};
 use burn_backend::TensorPrimitive;
@@ -117,5 +118,47 @@ where
         scatter_nd::in_rounds::<B, scatter_nd::Int>(data, indices, values, reduction)
     } else {
         B::int_scatter_nd(data, indices, values, reduction)
+    }
+}
+
+/// `deform_conv2d_backward` through the decorator: `B`'s backward for the offset, weight, mask
+/// and bias gradients; on devices whose input gradient adds with atomics, that one recomputed
+/// in a fixed order by [`deform_conv::input_grad`].
+pub(crate) fn deform_conv2d_backward<B: Backend>(
+    x: FloatTensor<B>,
+    offset: FloatTensor<B>,
+    weight: FloatTensor<B>,
+    mask: Option<FloatTensor<B>>,
+    bias: Option<FloatTensor<B>>,
+    output_grad: FloatTensor<B>,
+    options: DeformConvOptions<2>,
+) -> DeformConv2dBackward<DeterministicBackend<B>>
+where
+    B::Device: DeviceClass,
+{
+    let rewrite = rewrites::<B>(&B::float_device(&x), |h| h.deform_conv2d_input_grad);
+    let x_shape = x.shape();
+    let inputs = rewrite.then(|| {
+        (
+            offset.clone(),
+            weight.clone(),
+            mask.clone(),
+            output_grad.clone(),
+        )
+    });
+    let native =
+        B::deform_conv2d_backward(x, offset, weight, mask, bias, output_grad, options.clone());
+    let x_grad = match inputs {
+        Some((offset, weight, mask, output_grad)) => {
+            deform_conv::input_grad::<B>(x_shape, offset, weight, mask, output_grad, &options)
+        }
+        None => native.x_grad,
+    };
+    DeformConv2dBackward {
+        x_grad,
+        offset_grad: native.offset_grad,
+        weight_grad: native.weight_grad,
+        mask_grad: native.mask_grad,
+        bias_grad: native.bias_grad,
     }
 }
