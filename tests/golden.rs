@@ -7,7 +7,7 @@
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::DType;
 use burn_deterministic::{with_config, DeterministicConfig, ModeSet, RewritePolicy};
-use burn_deterministic_suite::golden::load_cases;
+use burn_deterministic_suite::golden::{load_cases, GoldenCase};
 use burn_deterministic_suite::metrics::max_scaled_error;
 
 /// Full float64 precision (ndarray, flex).
@@ -33,18 +33,30 @@ fn configs() -> [(&'static str, DeterministicConfig); 2] {
 fn check_golden<B: AutodiffBackend>(device: &B::Device, f64_tolerance: f64) {
     // f64 wherever the backend supports it (ndarray, flex; wgpu where the adapter has f64).
     let with_f64 = B::supports_dtype(device, DType::F64);
+    check_golden_in::<B>(device, f64_tolerance, &configs(), |case| {
+        with_f64 || case.dtype() != DType::F64
+    });
+}
+
+/// The golden cases `selected` under each of `configs`.
+fn check_golden_in<B: AutodiffBackend>(
+    device: &B::Device,
+    f64_tolerance: f64,
+    configs: &[(&'static str, DeterministicConfig)],
+    selected: impl Fn(&GoldenCase) -> bool,
+) {
     let cases = load_cases();
     assert_eq!(cases.len(), 190, "golden set incomplete");
+    let cases: Vec<_> = cases.into_iter().filter(|c| selected(c)).collect();
+    assert!(!cases.is_empty(), "no golden case selected");
+    let expected = configs.len() * cases.len();
     let mut failures = Vec::new();
     let mut checked = 0;
-    for (label, config) in configs() {
+    for (label, config) in configs.iter().cloned() {
         let mut worst = [0.0f64; 4]; // f32 y, f32 dx, f64 y, f64 dx
         with_config(config, || {
             for case in &cases {
                 let is_f64 = case.dtype() == DType::F64;
-                if is_f64 && !with_f64 {
-                    continue;
-                }
                 let (y, dx) = case.run::<B>(device);
                 let (err_y, err_dx) = (
                     max_scaled_error(&y, &case.y),
@@ -82,7 +94,7 @@ fn check_golden<B: AutodiffBackend>(device: &B::Device, f64_tolerance: f64) {
         failures.len(),
         failures.join("\n")
     );
-    assert_eq!(checked, if with_f64 { 380 } else { 190 });
+    assert_eq!(checked, expected);
 }
 
 #[cfg(feature = "ndarray")]
@@ -137,6 +149,21 @@ mod wgpu {
             return;
         };
         check_golden::<DeterministicBackend<Autodiff<Wgpu>>>(&device, WGSL_F64_TOLERANCE);
+    }
+
+    /// In a build with Burn's default features (`Wgpu` = `Fusion<CubeBackend>`, kernels chosen
+    /// by autotune, each new shape timed on first use), under the default configuration: the
+    /// f32 cases with a batch of 2 and 3 channels (every mode, both `align_corners`, up- and
+    /// downsampling, non-square). CI runs this subset: every new shape is tuned on llvmpipe,
+    /// and all 95 f32 cases took 646 s there with an empty autotune cache.
+    #[cfg(feature = "wgpu-default-features")]
+    #[test]
+    fn golden_wgpu_fusion_autotune_batched_f32() {
+        let device = vulkan_device().expect("a Vulkan adapter");
+        let default = [("default", DeterministicConfig::default())];
+        check_golden_in::<Autodiff<DeterministicBackend<Wgpu>>>(&device, 0.0, &default, |case| {
+            case.dtype() == DType::F32 && case.name.contains("_b2c3_")
+        });
     }
 }
 
