@@ -350,6 +350,10 @@ fn child_case() {
                 println!("DET={}-{}", bits(added), bits(assigned));
             }
         }
+        #[cfg(feature = "ndarray")]
+        "deform-ndarray" => {
+            print_deform_conv_input_grads::<burn::backend::NdArray>(&Default::default())
+        }
         #[cfg(feature = "wgpu")]
         "deform-wgpu" => print_deform_conv_input_grads::<burn::backend::Wgpu>(&vulkan()),
         #[cfg(feature = "wgpu")]
@@ -464,6 +468,20 @@ mod ndarray {
     #[test]
     fn deform_conv_input_grad_is_rewritten_and_close_to_native() {
         deform_conv_input_grad_matches_native::<NdArray>(&Default::default());
+    }
+
+    /// Negative control, in the build with Burn's default features (burn-ndarray's
+    /// `multi-threads` on; CI runs it there): ndarray's input gradient adds into `AtomicF32`s
+    /// from 8 rayon threads in a varying order; the decorator's gives one result.
+    #[cfg(feature = "wgpu-default-features")]
+    #[test]
+    fn deform_conv_input_grad_drifts_natively_and_not_through_the_decorator() {
+        AcrossProcesses::run("deform-ndarray", &[("RAYON_NUM_THREADS", "8")])
+            .assert_control_drifts_and_decorator_does_not(
+                "multi-threaded ndarray deform_conv2d input gradient",
+                "PLAIN",
+                "DET",
+            );
     }
 }
 
