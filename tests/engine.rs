@@ -373,6 +373,59 @@ fn nan_spread_per_path() {
     }
 }
 
+/// The backward of `block_size: 1` is as local as the forward: an infinite upstream gradient
+/// at one output reaches exactly the inputs that output reads (those with a non-zero gradient
+/// when that output's gradient is 1), where the dense adjoint spreads it over the plane.
+#[test]
+fn infinite_gradient_spread_per_path() {
+    let _serial = serial();
+    let shape = [1, 1, 16, 16];
+    let x = uniform(6, 256);
+    let at = 17 * 40 + 23;
+    let one_hot: Vec<f64> = (0..1600).map(|i| if i == at { 1.0 } else { 0.0 }).collect();
+    let infinite: Vec<f64> = (0..1600)
+        .map(|i| if i == at { f64::INFINITY } else { 0.0 })
+        .collect();
+    for mode in [
+        InterpolateMode::Bilinear,
+        InterpolateMode::Bicubic,
+        InterpolateMode::Lanczos3,
+    ] {
+        let problem = Resize {
+            x: &x,
+            shape,
+            output_size: [40, 40],
+            options: options(mode.clone(), false),
+            dtype: DType::F32,
+        };
+        let dx = |layout, block, g: &[f64]| {
+            with_config(config(layout, block), || {
+                problem.forward_backward::<Train>(g, &CPU).1
+            })
+        };
+        let reads: Vec<bool> = dx(WeightLayout::Banded, 1, &one_hot)
+            .iter()
+            .map(|v| *v != 0.0)
+            .collect();
+        let reached = |dx: Vec<f64>| -> Vec<bool> { dx.iter().map(|v| !v.is_finite()).collect() };
+        assert!(
+            reads.iter().any(|r| *r),
+            "{mode:?}: the output reads no input"
+        );
+        assert_eq!(
+            reached(dx(WeightLayout::Banded, 1, &infinite)),
+            reads,
+            "{mode:?}: block_size 1 reaches exactly the inputs the output reads"
+        );
+        assert!(
+            reached(dx(WeightLayout::Dense, 64, &infinite))
+                .iter()
+                .all(|r| *r),
+            "{mode:?}: dense spreads over the plane"
+        );
+    }
+}
+
 #[test]
 fn scale_factors_resolve_as_burn_does_and_match_native() {
     let _serial = serial();

@@ -56,8 +56,10 @@ fn gradient_of_the_wrong_shape_is_refused() {
 
 #[test]
 fn weights_over_the_memory_limit_are_refused_before_any_kernel() {
+    // `always`: under `auto` this CPU forward would be ndarray's own, which needs no weights.
     let config = DeterministicConfig {
         max_weight_bytes: 1 << 12,
+        policy: burn_deterministic::RewritePolicy::Always,
         ..Default::default()
     };
     let x = Tensor::<B, 4>::zeros([1, 1, 16, 64], &NdArrayDevice::Cpu);
@@ -99,8 +101,11 @@ fn weights_over_the_memory_limit_are_refused_before_any_kernel() {
 #[test]
 #[should_panic(expected = "invalid configuration: block_size must be at least 1")]
 fn an_invalid_config_is_refused_at_the_resize() {
+    // Checked where the configuration is used: a rewritten resize (`always`; under `auto` a
+    // CPU forward is ndarray's own, which reads no configuration).
     let config = DeterministicConfig {
         block_size: 0,
+        policy: burn_deterministic::RewritePolicy::Always,
         ..Default::default()
     };
     let x = Tensor::<B, 4>::zeros([1, 1, 4, 4], &NdArrayDevice::Cpu);
@@ -118,4 +123,81 @@ fn valid_input_passes_the_check() {
     )
     .unwrap();
     assert_eq!(dims, [2, 3, 5, 7]);
+}
+
+/// What a resize under `always`, through autodiff, panics with (or `None` if it succeeds).
+fn training_resize_panic(output_size: [usize; 2], config: DeterministicConfig) -> Option<String> {
+    use burn::backend::Autodiff;
+    type Train = Autodiff<B>;
+    let x = Tensor::<Train, 4>::zeros([1, 1, 4, 4], &NdArrayDevice::Cpu).require_grad();
+    let config = DeterministicConfig {
+        policy: burn_deterministic::RewritePolicy::Always,
+        ..config
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        with_config(config, || {
+            let _ = interpolate(x, output_size, bilinear());
+        })
+    }))
+    .err()
+    .map(|p| burn_deterministic_suite::harness::panic_message(Err::<(), _>(p)))
+}
+
+/// Absurd output sizes get the decorator's error, before anything is allocated for them: not a
+/// "memory allocation failed" abort, not a "capacity overflow" panic.
+#[test]
+fn absurd_output_sizes_are_refused_before_any_allocation() {
+    let x = Tensor::<B, 4>::zeros([1, 1, 4, 4], &NdArrayDevice::Cpu)
+        .into_primitive()
+        .tensor();
+    let check = |size: [usize; 2], config: &DeterministicConfig| {
+        check_resize::<B>(&x, size, &bilinear(), config).unwrap_err()
+    };
+    let default = DeterministicConfig::default();
+    // 2^40 rows: one f32 weight per row is already 4 TiB, over the 256 MiB limit.
+    assert_eq!(
+        check([1 << 40, 4], &default),
+        ResizeError::WeightsTooLarge {
+            axis: "height",
+            input: 4,
+            output: 1 << 40,
+            layout: "any layout".into(),
+            bytes: ((1u64 << 40) + 4) * 4,
+            limit: 256 << 20,
+        }
+    );
+    // With the limit lifted, the host cannot reserve 2^40 tap windows: an error, not an abort.
+    let unlimited = DeterministicConfig {
+        max_weight_bytes: u64::MAX,
+        ..Default::default()
+    };
+    assert_eq!(
+        check([1 << 40, 4], &unlimited),
+        ResizeError::HostMemory {
+            axis: "height",
+            input: 4,
+            output: 1 << 40,
+        }
+    );
+    // An output no platform can address.
+    let huge = [usize::MAX / 4, 4];
+    assert_eq!(
+        check(huge, &unlimited),
+        ResizeError::OutputTooLarge {
+            shape: vec![1, 1, 4, 4],
+            output_size: huge,
+        }
+    );
+    // The same through `interpolate` under autodiff: the decorator's message.
+    let message = training_resize_panic([1 << 40, 4], default).expect("refused");
+    assert!(
+        message.contains("burn-deterministic interpolate: the height weights for 4 -> 1099511627776 (any layout)"),
+        "{message}"
+    );
+    let message = training_resize_panic(huge, unlimited).expect("refused");
+    assert!(
+        message.contains("burn-deterministic interpolate: resizing [1, 1, 4, 4]")
+            && message.contains("larger than this platform can address"),
+        "{message}"
+    );
 }

@@ -221,3 +221,109 @@ fn environment_variable_configures_the_process() {
         "{out}"
     );
 }
+
+/// Under `auto` on a CPU device the inference forward is `B`'s call and nothing else: weight
+/// limits do not apply to it (it builds no weights). The backward, which needs the weights,
+/// refuses with the decorator's message.
+#[test]
+fn the_native_cpu_forward_ignores_weight_limits() {
+    use burn::tensor::module::interpolate;
+    use burn::tensor::Tensor;
+    let device = NdArrayDevice::Cpu;
+    let tiny = DeterministicConfig {
+        max_weight_bytes: 1,
+        ..Default::default()
+    };
+    let options = InterpolateOptions::new(InterpolateMode::Bilinear);
+    let values = uniform(12, 64);
+    let x =
+        || burn::tensor::TensorData::new(values.iter().map(|v| *v as f32).collect(), [1, 1, 8, 8]);
+    let native = interpolate(
+        Tensor::<NdArray, 4>::from_data(x(), &device),
+        [32, 32],
+        options.clone(),
+    );
+    let ours = with_config(tiny.clone(), || {
+        interpolate(
+            Tensor::<DeterministicBackend<NdArray>, 4>::from_data(x(), &device),
+            [32, 32],
+            options.clone(),
+        )
+    });
+    assert_eq!(ours.into_data().as_bytes(), native.into_data().as_bytes());
+    let training = std::panic::catch_unwind(|| {
+        with_config(tiny, || {
+            type Train = Autodiff<DeterministicBackend<NdArray>>;
+            let x = Tensor::<Train, 4>::from_data(x(), &device).require_grad();
+            let y = interpolate(x.clone(), [32, 32], options.clone());
+            y.sum().backward();
+        })
+    });
+    let message = panic_message(training);
+    assert!(
+        message.contains("burn-deterministic interpolate: the height weights for 8 -> 32"),
+        "{message}"
+    );
+}
+
+/// A configuration that changes between forward and `backward()` (here: a scope around the
+/// backward only, with `never` or the mode switched off) does not send the backward of a
+/// resize the decorator took over to `B`'s kernel (which panics for bicubic on ndarray): it is
+/// the decorator's adjoint of the same weights, bit for bit the one of an unchanged config.
+#[test]
+fn a_config_changed_before_backward_keeps_the_decorators_adjoint() {
+    use burn::tensor::module::interpolate;
+    use burn::tensor::Tensor;
+    type Train = Autodiff<DeterministicBackend<NdArray>>;
+    let device = NdArrayDevice::Cpu;
+    let x = uniform(13, 60);
+    let g = uniform(14, 2 * 13 * 9);
+    let (_, expected) = problem(&x).forward_backward_data::<Train>(&g, &device);
+    let never = DeterministicConfig {
+        policy: RewritePolicy::Never,
+        ..Default::default()
+    };
+    let bicubic_off = DeterministicConfig {
+        modes: ModeSet {
+            bicubic: false,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    for at_backward in [never, bicubic_off] {
+        let p = problem(&x);
+        let input =
+            burn_deterministic_suite::harness::tensor::<Train, 4>(&x, p.shape, p.dtype, &device)
+                .require_grad();
+        let upstream = burn_deterministic_suite::harness::tensor::<Train, 4>(
+            &g,
+            p.output_shape(),
+            p.dtype,
+            &device,
+        );
+        let y: Tensor<Train, 4> = interpolate(input.clone(), p.output_size, p.options.clone());
+        let grads = with_config(at_backward.clone(), || (y * upstream).backward());
+        let dx = input.grad(&grads).expect("a gradient");
+        assert_eq!(
+            dx.into_data().as_bytes(),
+            expected.as_bytes(),
+            "{at_backward:?}"
+        );
+    }
+}
+
+/// `with_config` is scoped to the calling thread: threads it spawns (burn-train's per-device
+/// workers, rayon tasks) see the process configuration (`set_config`, or the environment
+/// variable), which is how a configuration reaches them.
+#[test]
+fn a_scope_does_not_reach_spawned_threads() {
+    let scoped = DeterministicConfig {
+        max_weight_bytes: 99,
+        ..Default::default()
+    };
+    with_config(scoped.clone(), || {
+        assert_eq!(config::current(), scoped);
+        let seen = std::thread::spawn(config::current).join().unwrap();
+        assert_ne!(seen, scoped);
+    });
+}

@@ -28,6 +28,18 @@ pub enum ResizeError {
         bytes: u64,
         limit: u64,
     },
+    /// The output would have more bytes than this platform can address.
+    OutputTooLarge {
+        shape: Vec<usize>,
+        output_size: [usize; 2],
+    },
+    /// The host could not hold the per-output tap windows of one axis (only reachable with
+    /// `max_weight_bytes` raised far above the default).
+    HostMemory {
+        axis: &'static str,
+        input: usize,
+        output: usize,
+    },
     /// The configuration holds a value out of range.
     InvalidConfig(String),
 }
@@ -66,6 +78,20 @@ impl fmt::Display for ResizeError {
                 f,
                 "the {axis} weights for {input} -> {output} ({layout}) need {bytes} bytes, over \
                  the limit of {limit} bytes (DeterministicConfig::max_weight_bytes)"
+            ),
+            Self::OutputTooLarge { shape, output_size } => write!(
+                f,
+                "resizing {shape:?} to {output_size:?} gives an output larger than this platform \
+                 can address"
+            ),
+            Self::HostMemory {
+                axis,
+                input,
+                output,
+            } => write!(
+                f,
+                "the {axis} axis {input} -> {output} needs more host memory for its tap windows \
+                 than can be reserved"
             ),
             Self::InvalidConfig(reason) => write!(f, "invalid configuration: {reason}"),
         }

@@ -208,8 +208,8 @@ impl BandShape {
 
     /// Weights kept (`blocks × block × width`): also the multiply-adds per column of the
     /// other axis.
-    fn weights(&self) -> usize {
-        self.blocks * self.block * self.width
+    fn weights(&self) -> u64 {
+        product(&[self.blocks, self.block, self.width])
     }
 
     /// Bytes kept on the device: weights in `dtype` and, for gathered windows, the gather's
@@ -217,9 +217,11 @@ impl BandShape {
     fn bytes(&self, dtype: DType) -> u64 {
         let indices = match self.stride {
             Some(_) => 0,
-            None => self.blocks * self.width * 8,
+            None => product(&[self.blocks, self.width, 8]),
         };
-        (self.weights() * dtype.size() + indices) as u64
+        self.weights()
+            .saturating_mul(dtype.size() as u64)
+            .saturating_add(indices)
     }
 }
 
@@ -249,7 +251,8 @@ impl<B: Backend> Band<B> {
         dtype: DType,
         device: &B::Device,
     ) -> Self {
-        let mut values = Vec::with_capacity(shape.weights());
+        // Within `max_weight_bytes` (checked before any map is built), so it fits a `usize`.
+        let mut values = Vec::with_capacity(shape.weights() as usize);
         for k in 0..shape.blocks {
             for r in k * shape.block..(k + 1) * shape.block {
                 for j in 0..shape.width {
@@ -618,17 +621,20 @@ pub(crate) struct AxisEstimate {
 }
 
 impl AxisEstimate {
-    pub(crate) fn new(input: usize, output: usize, options: &InterpolateOptions) -> Self {
-        let forward: Vec<_> = (0..output)
-            .map(|o| tap_window(o, input, output, options))
-            .collect();
+    /// `None` when the host cannot hold the per-output windows (an absurd size with a raised
+    /// `max_weight_bytes`): reserved up front, so that fails as a value, not an abort.
+    pub(crate) fn new(input: usize, output: usize, options: &InterpolateOptions) -> Option<Self> {
+        let mut forward = Vec::new();
+        forward.try_reserve_exact(output).ok()?;
+        forward.extend((0..output).map(|o| tap_window(o, input, output, options)));
+        // `input` is an existing tensor's dimension: its windows fit wherever the tensor does.
         let adjoint = transpose_supports(&forward, input);
-        Self {
+        Some(Self {
             input,
             output,
             forward,
             adjoint,
-        }
+        })
     }
 
     fn bands(&self, block_size: usize) -> (BandShape, BandShape) {
@@ -644,8 +650,8 @@ impl AxisEstimate {
     /// Multiply-adds per column of the other axis in `layout` (forward).
     pub(crate) fn macs(&self, layout: Layout) -> u64 {
         match layout {
-            Layout::Dense => (self.input * self.output) as u64,
-            Layout::Banded { block_size } => self.bands(block_size).0.weights() as u64,
+            Layout::Dense => product(&[self.input, self.output]),
+            Layout::Banded { block_size } => self.bands(block_size).0.weights(),
         }
     }
 
@@ -654,15 +660,19 @@ impl AxisEstimate {
     /// their response), whichever is larger.
     pub(crate) fn bytes(&self, layout: Layout, dtype: DType) -> u64 {
         let widest = self.forward.iter().map(|w| w.len()).max().unwrap_or(1);
-        let reading = (widest + 1).min(self.input) * (self.input + self.output) * dtype.size();
+        let reading = product(&[
+            (widest + 1).min(self.input),
+            self.input.saturating_add(self.output),
+            dtype.size(),
+        ]);
         let kept = match layout {
-            Layout::Dense => (self.input * self.output * dtype.size()) as u64,
+            Layout::Dense => product(&[self.input, self.output, dtype.size()]),
             Layout::Banded { block_size } => {
                 let (forward, adjoint) = self.bands(block_size);
-                forward.bytes(dtype) + adjoint.bytes(dtype)
+                forward.bytes(dtype).saturating_add(adjoint.bytes(dtype))
             }
         };
-        kept.max(reading as u64)
+        kept.max(reading)
     }
 }
 
@@ -775,6 +785,21 @@ fn multiply<B: Backend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sizes multiply as saturating `u64`: an absurd product is "over any limit", never a
+    /// wrapped small number (as a `usize` product would be on a 32-bit target).
+    #[test]
+    fn size_products_saturate_instead_of_wrapping() {
+        assert_eq!(product(&[3, 5, 7]), 105);
+        assert_eq!(product(&[usize::MAX, 2]), u64::MAX);
+        assert_eq!(product(&[1 << 31, 1 << 31, 2]), 1 << 63);
+        assert_eq!(product(&[1 << 31, 1 << 31, 4]), u64::MAX);
+        assert_eq!(
+            product(&[u32::MAX as usize, u32::MAX as usize, 4]),
+            u64::MAX
+        );
+        assert_eq!(product(&[]), 1);
+    }
     use burn_backend::ops::InterpolateMode;
 
     #[test]
@@ -865,11 +890,20 @@ mod tests {
     #[test]
     fn banded_cost_grows_with_taps_not_size() {
         let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(false);
-        let estimate = AxisEstimate::new(1024, 4096, &options);
+        let estimate = AxisEstimate::new(1024, 4096, &options).unwrap();
         let dense = estimate.macs(Layout::Dense);
         let banded = estimate.macs(Layout::Banded { block_size: 64 });
         assert_eq!(dense, 1024 * 4096);
         // 64 outputs read ~16 inputs plus the halo: far below the dense 1024 per output.
         assert!(banded <= 4096 * 24, "{banded}");
     }
+}
+
+/// The product of sizes as `u64`, saturating: a count of bytes or multiply-adds that is
+/// compared with a limit, where saturation means "over any limit", never a wrapped small
+/// number (on 32-bit targets a `usize` product wraps well before a resize is absurd).
+pub(crate) fn product(factors: &[usize]) -> u64 {
+    factors
+        .iter()
+        .fold(1u64, |acc, &f| acc.saturating_mul(f as u64))
 }

@@ -23,8 +23,13 @@ use burn_backend::{Backend, DType, TensorMetadata};
 /// `interpolate` through the decorator: `B::interpolate` unless the configuration rewrites the
 /// forward (see [`RewritePolicy`]), in which case `Wh · x · Wwᵀ`.
 ///
+/// A native forward (`auto` on a CPU device) is `B`'s call after a check of the sizes alone: no
+/// weight work and no weight limit, so it fails only where `B` fails (with a message naming the
+/// problem); the weights are built, and checked, by the backward that needs them.
+///
 /// # Panics
-/// With the [`ResizeError`] message when the input cannot be resized (see [`check_resize`]).
+/// With the [`ResizeError`] message when a rewritten resize cannot be served (see
+/// [`check_resize`]).
 pub fn interpolate<B: Backend>(
     x: FloatTensor<B>,
     output_size: [usize; 2],
@@ -34,22 +39,32 @@ where
     B::Device: DeviceClass,
 {
     let config = config::current();
-    if config.policy == RewritePolicy::Never || !config.modes.contains(&options.mode) {
+    if !takes_over(&config, &options) {
+        return B::interpolate(x, output_size, options);
+    }
+    let device = B::float_device(&x);
+    owned::record::<B>(&x, &device, output_size, &options);
+    if !rewrites_forward::<B>(config.policy, &device) {
+        if let Err(e) = check_input::<B>(&x, output_size) {
+            panic!("{e}");
+        }
         return B::interpolate(x, output_size, options);
     }
     let checked = checked::<B>(&x, output_size, &options, &config);
-    let device = B::float_device(&x);
-    if !rewrites_forward::<B>(config.policy, &device) {
-        return B::interpolate(x, output_size, options);
-    }
-    let dtype = x.dtype();
-    let plan = ResizePlan::<B>::new(&checked, output_size, &options, dtype, &device, &config);
+    let plan = ResizePlan::<B>::new(&checked, output_size, &options, x.dtype(), &device, &config);
     plan.forward(x)
 }
 
 /// `interpolate_backward` through the decorator: the adjoint `Whᵀ · grad · Ww` of the same
 /// weights the forward uses, on every device (the native backward of bilinear, bicubic and
 /// lanczos3 panics on most Burn 0.21 backends).
+///
+/// The weights are read off `B`'s forward kernel for `x`'s shape, dtype and the options, so the
+/// adjoint is the exact gradient of the forward that ran, native or rewritten. It is taken
+/// whenever the configuration takes the mode over now, or took it over at a forward of this
+/// resize on this thread: a configuration changed between forward and backward (a
+/// [`crate::with_config`] scope closed before `backward()`) never sends the backward to `B`'s
+/// kernel. A gradient in another dtype than `x` is cast to `x`'s, as the weights are.
 ///
 /// # Panics
 /// With the [`ResizeError`] message when the input cannot be resized or `grad` does not have
@@ -64,7 +79,8 @@ where
     B::Device: DeviceClass,
 {
     let config = config::current();
-    if config.policy == RewritePolicy::Never || !config.modes.contains(&options.mode) {
+    let device = B::float_device(&x);
+    if !takes_over(&config, &options) && !owned::contains::<B>(&x, &device, output_size, &options) {
         return B::interpolate_backward(x, grad, output_size, options);
     }
     let checked = checked::<B>(&x, output_size, &options, &config);
@@ -74,16 +90,84 @@ where
         let found = grad.shape().to_vec();
         panic!("{}", ResizeError::GradientShape { expected, found });
     }
-    let device = B::float_device(&x);
-    let plan = ResizePlan::<B>::new(
-        &checked,
-        output_size,
-        &options,
-        grad.dtype(),
-        &device,
-        &config,
-    );
+    let dtype = x.dtype();
+    let grad = if grad.dtype() == dtype {
+        grad
+    } else {
+        B::float_cast(grad, dtype.into())
+    };
+    let plan = ResizePlan::<B>::new(&checked, output_size, &options, dtype, &device, &config);
     plan.adjoint(grad)
+}
+
+/// Whether `config` hands this resize to the decorator (forward policy aside).
+fn takes_over(config: &DeterministicConfig, options: &InterpolateOptions) -> bool {
+    config.policy != RewritePolicy::Never && config.modes.contains(&options.mode)
+}
+
+/// Resizes whose forward the decorator took over on this thread, remembered so that their
+/// backward is the decorator's adjoint even when the configuration in effect at `backward()`
+/// would hand it to `B` (whose backward panics for bilinear, bicubic and lanczos3 on most
+/// backends).
+///
+/// Per thread, like configuration scopes: autodiff runs a graph's backward on the thread that
+/// calls `backward()`, normally the one that ran its forward. Keyed by backend type, device,
+/// input shape, dtype, output size and options (what the weights depend on), and bounded: past
+/// `CAPACITY` distinct resizes the set starts over, and a forgotten resize gets the routing of
+/// the configuration current at its backward.
+mod owned {
+    use burn_backend::ops::InterpolateOptions;
+    use burn_backend::tensor::FloatTensor;
+    use burn_backend::{Backend, TensorMetadata};
+    use std::cell::RefCell;
+    use std::collections::HashSet;
+
+    /// How many distinct resizes one thread remembers.
+    const CAPACITY: usize = 4096;
+
+    thread_local! {
+        static OWNED: RefCell<HashSet<String>> = RefCell::new(HashSet::new());
+    }
+
+    fn key<B: Backend>(
+        x: &FloatTensor<B>,
+        device: &B::Device,
+        output_size: [usize; 2],
+        options: &InterpolateOptions,
+    ) -> String {
+        format!(
+            "{}|{device:?}|{:?}|{:?}|{output_size:?}|{options:?}",
+            core::any::type_name::<B>(),
+            x.shape().as_slice(),
+            x.dtype()
+        )
+    }
+
+    pub(super) fn record<B: Backend>(
+        x: &FloatTensor<B>,
+        device: &B::Device,
+        output_size: [usize; 2],
+        options: &InterpolateOptions,
+    ) {
+        let key = key::<B>(x, device, output_size, options);
+        OWNED.with(|owned| {
+            let mut owned = owned.borrow_mut();
+            if owned.len() >= CAPACITY && !owned.contains(&key) {
+                owned.clear();
+            }
+            owned.insert(key);
+        });
+    }
+
+    pub(super) fn contains<B: Backend>(
+        x: &FloatTensor<B>,
+        device: &B::Device,
+        output_size: [usize; 2],
+        options: &InterpolateOptions,
+    ) -> bool {
+        let key = key::<B>(x, device, output_size, options);
+        OWNED.with(|owned| owned.borrow().contains(&key))
+    }
 }
 
 /// Whether the forward is computed with matmuls under `policy` on `device`.
@@ -139,6 +223,22 @@ fn check<B: Backend>(
     config: &DeterministicConfig,
 ) -> Result<Checked, ResizeError> {
     config.validate().map_err(ResizeError::InvalidConfig)?;
+    let dims = check_input::<B>(x, output_size)?;
+    let dtype = x.dtype();
+    let height = choose_layout("height", dims[2], output_size[0], options, dtype, config)?;
+    let width = choose_layout("width", dims[3], output_size[1], options, dtype, config)?;
+    Ok(Checked {
+        dims,
+        layouts: [height, width],
+    })
+}
+
+/// The input and output sizes alone: what every path needs, the native one included (`B`'s
+/// kernels fail on these too, deep inside, with messages that do not name the problem).
+fn check_input<B: Backend>(
+    x: &FloatTensor<B>,
+    output_size: [usize; 2],
+) -> Result<[usize; 4], ResizeError> {
     let shape = x.shape().to_vec();
     let dims: [usize; 4] =
         shape
@@ -161,12 +261,18 @@ fn check<B: Backend>(
             backend: B::name(&device),
         });
     }
-    let height = choose_layout("height", dims[2], output_size[0], options, dtype, config)?;
-    let width = choose_layout("width", dims[3], output_size[1], options, dtype, config)?;
-    Ok(Checked {
-        dims,
-        layouts: [height, width],
-    })
+    // Rust allocations are limited to `isize::MAX` bytes; so is every backend's output buffer.
+    let output_bytes = axis::product(&[
+        dims[0],
+        dims[1],
+        output_size[0],
+        output_size[1],
+        dtype.size(),
+    ]);
+    if output_bytes > isize::MAX as u64 {
+        return Err(ResizeError::OutputTooLarge { shape, output_size });
+    }
+    Ok(dims)
 }
 
 /// Dense or banded for one axis. `auto` takes banded when it saves at least
@@ -183,7 +289,25 @@ fn choose_layout(
     let banded = Layout::Banded {
         block_size: config.block_size,
     };
-    let estimate = AxisEstimate::new(input, output, options);
+    // Every layout holds at least one weight per output and one per input (and reading them
+    // off the kernel, a response of that size): refuse what cannot fit before estimating,
+    // which allocates per output.
+    let floor = axis::product(&[input.saturating_add(output), dtype.size()]);
+    if floor > config.max_weight_bytes {
+        return Err(ResizeError::WeightsTooLarge {
+            axis,
+            input,
+            output,
+            layout: "any layout".into(),
+            bytes: floor,
+            limit: config.max_weight_bytes,
+        });
+    }
+    let estimate = AxisEstimate::new(input, output, options).ok_or(ResizeError::HostMemory {
+        axis,
+        input,
+        output,
+    })?;
     let fits = |layout| estimate.bytes(layout, dtype) <= config.max_weight_bytes;
     let choice = match config.layout {
         WeightLayout::Dense => Layout::Dense,

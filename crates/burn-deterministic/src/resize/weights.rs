@@ -10,8 +10,9 @@
 //! the same channel, every output of that channel sees exactly one impulse and zeros, computes
 //! the very same arithmetic as with the identity, and is decoded to one weight. `stride`
 //! channels then give every weight, bit-identical to the identity's, for `stride × (in + out)`.
-//! A check against the kernel's response to a constant input catches a window that was too
-//! narrow, and the stride doubles until it passes (at `stride = in` it *is* the identity).
+//! Two exact checks catch a window that was too narrow (a response where no impulse of the
+//! channel lies in the window; a decoding that changes with the stride), and the stride doubles
+//! until they pass (at `stride = in` it *is* the identity).
 
 use burn_backend::ops::{InterpolateMode, InterpolateOptions};
 use burn_backend::tensor::FloatTensor;
@@ -112,7 +113,6 @@ pub(crate) fn read_axis_with_stride<B: Backend>(
     device: &B::Device,
 ) -> AxisWeights {
     let size = dtype.size() as u64;
-    let constant = respond::<B>(input, output, 1, |_, _| true, options, dtype, device);
     let mut read_bytes = 0;
     let mut decode = |stride: usize| {
         let response = respond::<B>(
@@ -124,39 +124,43 @@ pub(crate) fn read_axis_with_stride<B: Backend>(
             dtype,
             device,
         );
-        read_bytes = u64::max(read_bytes, (stride * (input + output)) as u64 * size);
-        (0..output)
+        read_bytes = u64::max(
+            read_bytes,
+            super::axis::product(&[stride, input + output]) * size,
+        );
+        let windows = |o: usize| {
+            // With the full identity every input is its own channel: no window needed.
+            if stride == input {
+                0..input
+            } else {
+                windows[o].clone()
+            }
+        };
+        let complete = missed_taps(&response, stride, output, windows).is_none();
+        let columns = (0..output)
             .map(|o| {
-                // With the full identity every input is its own channel: no window needed.
-                let window = if stride == input {
-                    0..input
-                } else {
-                    windows[o].clone()
-                };
+                let window = windows(o);
                 let weights: Vec<f64> = window
                     .clone()
                     .map(|i| response[(i % stride) * output + o])
                     .collect();
                 trim(window.start, weights)
             })
-            .collect::<Vec<_>>()
+            .collect::<Vec<_>>();
+        (columns, complete)
     };
     let mut stride = first_stride.clamp(1, input);
     let columns = loop {
-        let columns = decode(stride);
+        let (columns, complete) = decode(stride);
         if stride == input {
             break columns;
         }
-        // A window too narrow shows up two ways: an impulse of the same channel outside the
-        // window folds its weight onto an input inside it (then two different strides decode
-        // differently), or a weight is missed altogether (then a column no longer sums to the
-        // kernel's response to a constant input).
-        let agree = decode((stride + 1).min(input)) == columns;
-        let complete = columns.iter().enumerate().all(|(o, (_, w))| {
-            let sum: f64 = w.iter().sum();
-            (sum - constant[o]).abs() <= tolerance(dtype) * (1.0 + constant[o].abs())
-        });
-        if agree && complete {
+        // A window too narrow shows up two ways: a tap outside the window whose channel has no
+        // input inside it responds where nothing should ([`missed_taps`]), or its impulse folds
+        // its weight onto the window's input of the same channel (then two different strides
+        // decode differently). Both are exact comparisons: no tolerance for a dtype's rounding
+        // to hide a weight in.
+        if complete && decode((stride + 1).min(input)).0 == columns {
             break columns;
         }
         stride = (stride * 2).min(input);
@@ -168,16 +172,25 @@ pub(crate) fn read_axis_with_stride<B: Backend>(
     }
 }
 
-/// How far a sum of one output's weights may be from the kernel's response to a constant, in
-/// units of `1 + |response|`: a few roundings of `dtype`.
-fn tolerance(dtype: DType) -> f64 {
-    let epsilon = match dtype {
-        DType::F64 => f64::EPSILON,
-        DType::F16 => 9.8e-4,
-        DType::BF16 => 7.9e-3,
-        _ => f32::EPSILON as f64,
-    };
-    16.0 * epsilon
+/// The first `(output, channel)` where the kernel's response to `stride` impulse channels is
+/// non-zero although no input of that channel lies in the output's window: a tap outside the
+/// window, which decoding would miss. `response` is `[channel][output]`.
+fn missed_taps(
+    response: &[f64],
+    stride: usize,
+    output: usize,
+    window: impl Fn(usize) -> Range<usize>,
+) -> Option<(usize, usize)> {
+    (0..output).find_map(|o| {
+        let window = window(o);
+        if window.len() >= stride {
+            return None; // every channel has an input in the window
+        }
+        let inside = |channel: usize| window.clone().any(|i| i % stride == channel);
+        (0..stride)
+            .find(|&channel| !inside(channel) && response[channel * output + o] != 0.0)
+            .map(|channel| (o, channel))
+    })
 }
 
 /// Drops leading and trailing zero weights.
@@ -270,6 +283,33 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// A corrupted response (one tap outside an output's window) is caught exactly, however
+    /// small the weight: no dtype tolerance applies.
+    #[test]
+    fn a_response_outside_the_window_is_a_missed_tap() {
+        let (stride, output) = (4, 3);
+        let windows = [0..2, 1..3, 2..4];
+        let at = |channel: usize, o: usize| channel * output + o;
+        // Channel c holds inputs c, c + 4, …: output 0's window (0, 1) reads channels 0 and 1.
+        let mut response = vec![0.0; stride * output];
+        response[at(0, 0)] = 0.75;
+        response[at(1, 0)] = 0.25;
+        assert_eq!(
+            missed_taps(&response, stride, output, |o| windows[o].clone()),
+            None
+        );
+        // bf16's epsilon / 16, f32's epsilon, a plain small weight.
+        for tiny in [7.8125e-3 / 16.0, 2f64.powi(-23), 1e-3] {
+            let mut corrupted = response.clone();
+            corrupted[at(3, 0)] = tiny; // input 3 reaches output 0, outside its window
+            assert_eq!(
+                missed_taps(&corrupted, stride, output, |o| windows[o].clone()),
+                Some((0, 3)),
+                "{tiny}"
+            );
         }
     }
 
