@@ -17,7 +17,7 @@
 use burn::tensor::backend::Backend;
 use burn::tensor::{IndexingUpdateOp, Int, Tensor, TensorData, TensorPrimitive};
 use burn_deterministic::determinism::sum::fixed_order_sum;
-use burn_deterministic::{DeterministicBackend, DeviceClass};
+use burn_deterministic::DeterministicBackend;
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::time::Duration;
 
@@ -37,10 +37,7 @@ fn sum_group<B: Backend>(c: &mut Criterion, backend: &str, device: &B::Device, s
 }
 
 #[allow(dead_code)]
-fn scatter_nd_group<B: Backend>(c: &mut Criterion, backend: &str, device: &B::Device)
-where
-    B::Device: DeviceClass,
-{
+fn scatter_nd_group<B: Backend>(c: &mut Criterion, backend: &str, device: &B::Device) {
     let updates = 4096;
     let targets: Vec<i64> = (0..updates).map(|i| (i % 256) as i64).collect();
     let mut group = c.benchmark_group(format!("{backend}/scatter_nd_add/{updates}x64"));
@@ -61,10 +58,7 @@ where
 }
 
 #[allow(dead_code)]
-fn deform_conv_group<B: Backend>(c: &mut Criterion, backend: &str, device: &B::Device)
-where
-    B::Device: DeviceClass,
-{
+fn deform_conv_group<B: Backend>(c: &mut Criterion, backend: &str, device: &B::Device) {
     use burn::backend::Autodiff;
     use burn::tensor::backend::AutodiffBackend;
     use burn::tensor::module::deform_conv2d;

@@ -14,8 +14,7 @@ use burn::tensor::module::interpolate;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Tensor};
 use burn_deterministic::{
-    with_config, DeterministicBackend, DeterministicConfig, DeviceClass, ModeSet, RewritePolicy,
-    WeightLayout,
+    with_config, DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout,
 };
 use burn_deterministic_suite::harness::{tensor, uniform};
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -37,10 +36,7 @@ fn layout(layout: WeightLayout) -> DeterministicConfig {
     }
 }
 
-fn bench_backend<B: Backend>(c: &mut Criterion, name: &str, device: &B::Device)
-where
-    B::Device: DeviceClass,
-{
+fn bench_backend<B: Backend>(c: &mut Criterion, name: &str, device: &B::Device) {
     let values = uniform(1, SHAPE.iter().product());
     let native: Tensor<B, 4> = tensor(&values, SHAPE, DType::F32, device);
     let decorated: Tensor<DeterministicBackend<B>, 4> = tensor(&values, SHAPE, DType::F32, device);

@@ -21,8 +21,7 @@ use burn::tensor::module::interpolate;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Tensor};
 use burn_deterministic::{
-    with_config, DeterministicBackend, DeterministicConfig, DeviceClass, ModeSet, RewritePolicy,
-    WeightLayout,
+    with_config, DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout,
 };
 use burn_deterministic_suite::gather::gather_resize;
 use burn_deterministic_suite::harness::{tensor, uniform};
@@ -166,9 +165,7 @@ fn bench_backend<B: Backend>(
     device: &B::Device,
     native_backward: bool,
     max_tensor_bytes: Option<usize>,
-) where
-    B::Device: DeviceClass,
-{
+) {
     let mut group = c.benchmark_group(backend);
     // BENCH_QUICK=1 (scripts/gpu-bench.sh): shorter runs to fit a 10-minute GPU session.
     let quick = std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1");

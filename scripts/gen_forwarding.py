@@ -264,10 +264,7 @@ use burn_backend::*;
 use core::future::Future;
 use core::ops::Range;
 
-impl<B: Backend> {trait}<Self> for DeterministicBackend<B>
-where
-    B::Device: crate::DeviceClass,
-{{
+impl<B: Backend> {trait}<Self> for DeterministicBackend<B> {{
 """
 
 

@@ -8,7 +8,7 @@ use burn::tensor::{
     DType, ElementConversion, IndexingUpdateOp, Int, Tensor, TensorData, TensorPrimitive,
 };
 use burn_deterministic::determinism::sum::fixed_order_sum;
-use burn_deterministic::{with_config, DeterministicBackend, DeterministicConfig, DeviceClass};
+use burn_deterministic::{with_config, DeterministicBackend, DeterministicConfig};
 use burn_deterministic_suite::harness::{tensor, uniform};
 use burn_deterministic_suite::metrics::sha256_hex;
 use burn_deterministic_suite::processes::{pin_autotune_cache_from_env, run_child, CASE_ENV};
@@ -281,10 +281,7 @@ fn deform_conv_grads<B: AutodiffBackend>(
 
 /// Through the decorator the input gradient is the rewrite's, within f32 rounding of `B`'s own
 /// (a different summation order); the other gradients are `B`'s, bit for bit.
-fn deform_conv_input_grad_matches_native<B: Backend>(device: &B::Device)
-where
-    B::Device: DeviceClass,
-{
+fn deform_conv_input_grad_matches_native<B: Backend>(device: &B::Device) {
     use burn::backend::Autodiff;
     for crowded in [false, true] {
         let [x, offset, weight, mask] = deform_conv_grads::<Autodiff<B>>(device, crowded);
@@ -314,10 +311,7 @@ where
 
 /// The deformable convolution's input gradient `REPEATS` times on `B` and through the decorator.
 #[allow(dead_code)]
-fn print_deform_conv_input_grads<B: Backend>(device: &B::Device)
-where
-    B::Device: DeviceClass,
-{
+fn print_deform_conv_input_grads<B: Backend>(device: &B::Device) {
     use burn::backend::Autodiff;
     for _ in 0..REPEATS {
         let [x, ..] = deform_conv_grads::<Autodiff<B>>(device, true);
@@ -374,10 +368,7 @@ fn vulkan() -> burn::backend::wgpu::WgpuDevice {
 
 /// A full sum of `n` uniform floats, `REPEATS` times on `B` and through the decorator.
 #[allow(dead_code)]
-fn print_sums<B: Backend>(device: &B::Device, n: usize)
-where
-    B::Device: DeviceClass,
-{
+fn print_sums<B: Backend>(device: &B::Device, n: usize) {
     let x = uniform(99, n);
     let plain: Tensor<B, 1> = tensor(&x, [n], DType::F32, device);
     let det: Tensor<Det<B>, 1> = tensor(&x, [n], DType::F32, device);

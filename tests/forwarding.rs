@@ -6,7 +6,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::module::{avg_pool2d, conv2d, max_pool2d};
 use burn::tensor::ops::ConvOptions;
 use burn::tensor::{activation, DType, Int, Tensor, TensorData};
-use burn_deterministic::{DeterministicBackend, DeviceClass};
+use burn_deterministic::DeterministicBackend;
 use burn_deterministic_suite::harness::{tensor, uniform};
 
 /// Named results of the sweep on backend `B`.
@@ -185,7 +185,6 @@ fn assert_same(ours: Vec<(&str, TensorData)>, inner: Vec<(&str, TensorData)>) {
 fn check<B: AutodiffBackend>(device: &B::Device)
 where
     B::InnerBackend: Backend<Device = B::Device>,
-    B::Device: DeviceClass,
 {
     assert_same(
         sweep::<DeterministicBackend<B::InnerBackend>>(device),

@@ -9,8 +9,7 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::DType;
 use burn_deterministic::{
-    with_config, DeterministicBackend, DeterministicConfig, DeviceClass, ModeSet, RewritePolicy,
-    WeightLayout,
+    with_config, DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout,
 };
 use burn_deterministic_suite::harness::{to_f64, uniform, Resize};
 use burn_deterministic_suite::metrics::max_scaled_error;
@@ -96,10 +95,7 @@ fn problems() -> Vec<Case> {
     out
 }
 
-fn forward_matches_native<B: Backend>(device: &B::Device, config: DeterministicConfig)
-where
-    B::Device: DeviceClass,
-{
+fn forward_matches_native<B: Backend>(device: &B::Device, config: DeterministicConfig) {
     let mut worst = 0.0f64;
     let mut count = 0;
     let layout = config.layout;
@@ -139,10 +135,7 @@ where
 }
 
 /// Under the default policy a CPU device keeps `B`'s own forward, byte for byte.
-fn cpu_forward_is_byte_identical<B: Backend>(device: &B::Device)
-where
-    B::Device: DeviceClass,
-{
+fn cpu_forward_is_byte_identical<B: Backend>(device: &B::Device) {
     with_config(DeterministicConfig::default(), || {
         for case in problems() {
             let problem = case.f32();

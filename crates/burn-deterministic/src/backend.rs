@@ -1,6 +1,5 @@
 //! The decorator type and its `Backend` / `AutodiffBackend` impls: plain forwarding.
 
-use crate::DeviceClass;
 use burn_backend::backend::{AutodiffBackend, Backend, BackendTypes, ExecutionError};
 use burn_backend::tensor::{BoolTensor, FloatTensor, IntTensor, QuantizedTensor};
 use burn_backend::{DType, DTypeUsageSet, TensorData};
@@ -37,10 +36,7 @@ impl<B: Backend> BackendTypes for DeterministicBackend<B> {
     type QuantizedTensorPrimitive = B::QuantizedTensorPrimitive;
 }
 
-impl<B: Backend> Backend for DeterministicBackend<B>
-where
-    B::Device: DeviceClass,
-{
+impl<B: Backend> Backend for DeterministicBackend<B> {
     fn ad_enabled(device: &Self::Device) -> bool {
         B::ad_enabled(device)
     }
@@ -95,10 +91,7 @@ where
 
 /// With an autodiff backend inside (`DeterministicBackend<Autodiff<B>>`), the decorator is an
 /// autodiff backend too, whose inner backend is decorated as well.
-impl<B: AutodiffBackend> AutodiffBackend for DeterministicBackend<B>
-where
-    B::Device: DeviceClass,
-{
+impl<B: AutodiffBackend> AutodiffBackend for DeterministicBackend<B> {
     type InnerBackend = DeterministicBackend<B::InnerBackend>;
     type Gradients = B::Gradients;
 

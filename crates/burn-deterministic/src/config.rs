@@ -251,6 +251,11 @@ pub fn current() -> DeterministicConfig {
 ///
 /// Autodiff runs the backward pass on the thread that calls `backward()`, so a scope around
 /// both forward and `backward()` covers both.
+///
+/// The scope is this thread's only: threads started inside `f` (burn-train's per-device
+/// workers, rayon tasks) see the process configuration ([`set_config`], or the
+/// `BURN_DETERMINISTIC_CONFIG` environment variable), which is how a configuration reaches
+/// them.
 pub fn with_config<R>(config: DeterministicConfig, f: impl FnOnce() -> R) -> R {
     struct Pop;
     impl Drop for Pop {

@@ -2,10 +2,15 @@
 //! backend's kernels add in an order that can change from run to run.
 //!
 //! The default policy keeps the native forward on CPU devices (byte-identical to `B`) and
-//! rewrites it on accelerators. The answers come from the device *type*, implemented per
-//! backend feature, never from matching adapter names.
+//! rewrites it on accelerators. The answers come from the device's *type* (its `TypeId`): built
+//! in for the backends of this crate's features, marked by users for any other with
+//! [`mark_device`] (no trait to implement, so no orphan rule in the way), and otherwise
+//! [`DeviceProfile::UNKNOWN`]: an accelerator with every hazard, which is always correct.
 
 use burn_backend::DType;
+use core::any::TypeId;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::RwLock;
 
 /// Where a device computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,91 +92,120 @@ impl OrderHazards {
     };
 }
 
-/// Classifies a backend's device type. Implemented for the devices of the enabled backend
-/// features; `DeterministicBackend<B>` requires it of `B::Device`.
-pub trait DeviceClass {
-    /// The kind of this device.
-    fn device_kind(&self) -> DeviceKind;
-
-    /// Which of the backend's kernels on this device are order-nondeterministic. Defaults to
-    /// [`OrderHazards::ALL`]: rewriting an op that was deterministic already is only slower.
-    fn order_hazards(&self) -> OrderHazards {
-        OrderHazards::ALL
-    }
-
-    /// Whether kernels on this device are chosen by CubeCL's autotune (timed on first use and
-    /// cached), so that bits can depend on the cache. `false` unless the backend is a CubeCL
-    /// one built with Burn's `autotune` feature.
-    fn autotuned(&self) -> bool {
-        false
-    }
+/// What the decorator knows of a device: where it computes, which of its backend's kernels
+/// add in a varying order, and whether CubeCL's autotune picks its kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceProfile {
+    pub kind: DeviceKind,
+    pub order_hazards: OrderHazards,
+    /// Kernels chosen by CubeCL's autotune (timed on first use and cached), so that bits can
+    /// depend on the cache.
+    pub autotuned: bool,
 }
 
-/// ndarray's sums and scatters run in a fixed order. Its `deform_conv2d` input gradient adds
-/// into `AtomicF32`s from rayon tasks when burn-ndarray's `multi-threads` feature is on (it is
-/// in Burn's default features); whether it is cannot be seen from here, so it is rewritten.
-#[cfg(feature = "ndarray")]
-impl DeviceClass for burn::backend::ndarray::NdArrayDevice {
-    fn device_kind(&self) -> DeviceKind {
-        DeviceKind::Cpu
-    }
+impl DeviceProfile {
+    /// A device the decorator does not know: an accelerator with every hazard. The matmul
+    /// forward is correct on any backend, and each rewrite computes the same function as the
+    /// native op, so assuming too much costs speed, never correctness.
+    pub const UNKNOWN: Self = Self {
+        kind: DeviceKind::Accelerator,
+        order_hazards: OrderHazards::ALL,
+        autotuned: false,
+    };
 
-    fn order_hazards(&self) -> OrderHazards {
-        OrderHazards {
-            deform_conv2d_input_grad: true,
-            ..OrderHazards::NONE
+    /// A host CPU device whose kernels all add in a fixed order.
+    pub const CPU: Self = Self {
+        kind: DeviceKind::Cpu,
+        order_hazards: OrderHazards::NONE,
+        autotuned: false,
+    };
+}
+
+/// Device types marked by users, looked up before the built-in ones.
+static MARKED: RwLock<Vec<(TypeId, DeviceProfile)>> = RwLock::new(Vec::new());
+/// Whether [`MARKED`] has an entry: the common case (none) skips the lock.
+static ANY_MARKED: AtomicBool = AtomicBool::new(false);
+
+/// Marks device type `D` (a backend's `Device`, typically of a backend in your own crate, or one
+/// this crate does not know) with `profile`, for every `DeterministicBackend` whose inner
+/// backend uses it. Call it before the first tensor is created on such a device; marking a
+/// type again replaces its profile. It also overrides the built-in profiles.
+///
+/// ```rust,ignore
+/// burn_deterministic::mark_device::<MyDevice>(burn_deterministic::DeviceProfile::CPU);
+/// ```
+pub fn mark_device<D: 'static>(profile: DeviceProfile) {
+    let mut marked = MARKED.write().unwrap_or_else(|e| e.into_inner());
+    let id = TypeId::of::<D>();
+    marked.retain(|(marked, _)| *marked != id);
+    marked.push((id, profile));
+    ANY_MARKED.store(true, Ordering::Release);
+}
+
+/// The profile of device type `D`: as marked with [`mark_device`], else built in for the
+/// devices of this crate's backend features, else [`DeviceProfile::UNKNOWN`].
+pub fn device_profile<D: 'static>(_device: &D) -> DeviceProfile {
+    let id = TypeId::of::<D>();
+    if ANY_MARKED.load(Ordering::Acquire) {
+        let marked = MARKED.read().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, profile)) = marked.iter().find(|(marked, _)| *marked == id) {
+            return *profile;
         }
     }
+    built_in(id).unwrap_or(DeviceProfile::UNKNOWN)
 }
 
-/// flex sums f32 tensors of 4 Mi elements or more with rayon (`par_chunks(..).sum()`,
-/// burn-flex 0.21 `ops/reduce.rs`); its mean divides that sum. Everything else it adds in order
-/// (its `deform_conv2d` backward is one sequential loop).
-#[cfg(feature = "flex")]
-impl DeviceClass for burn::backend::flex::FlexDevice {
-    fn device_kind(&self) -> DeviceKind {
-        DeviceKind::Cpu
+/// The devices of the enabled backend features, by type (never by adapter name).
+#[allow(unused_variables)]
+fn built_in(id: TypeId) -> Option<DeviceProfile> {
+    // ndarray's sums and scatters run in a fixed order. Its `deform_conv2d` input gradient adds
+    // into `AtomicF32`s from rayon tasks when burn-ndarray's `multi-threads` feature is on (it
+    // is in Burn's default features); whether it is cannot be seen from here, so it is
+    // rewritten.
+    #[cfg(feature = "ndarray")]
+    if id == TypeId::of::<burn::backend::ndarray::NdArrayDevice>() {
+        return Some(DeviceProfile {
+            order_hazards: OrderHazards {
+                deform_conv2d_input_grad: true,
+                ..OrderHazards::NONE
+            },
+            ..DeviceProfile::CPU
+        });
     }
-
-    fn order_hazards(&self) -> OrderHazards {
+    // flex sums f32 tensors of 4 Mi elements or more with rayon (`par_chunks(..).sum()`,
+    // burn-flex 0.21 `ops/reduce.rs`); its mean divides that sum. Everything else it adds in
+    // order (its `deform_conv2d` backward is one sequential loop).
+    #[cfg(feature = "flex")]
+    if id == TypeId::of::<burn::backend::flex::FlexDevice>() {
         let from = FullSumOrder::ThreadPoolFromF32Elements(4 * 1024 * 1024);
-        OrderHazards {
-            sum: from,
-            mean: from,
-            ..OrderHazards::NONE
-        }
+        return Some(DeviceProfile {
+            order_hazards: OrderHazards {
+                sum: from,
+                mean: from,
+                ..OrderHazards::NONE
+            },
+            ..DeviceProfile::CPU
+        });
     }
+    // Every wgpu adapter is an accelerator here, software Vulkan (llvmpipe) included: it runs
+    // CubeCL kernels, whose interpolate has no bilinear/bicubic/lanczos3 backward.
+    #[cfg(feature = "wgpu")]
+    if id == TypeId::of::<burn::backend::wgpu::WgpuDevice>() {
+        return Some(cubecl());
+    }
+    #[cfg(feature = "cuda")]
+    if id == TypeId::of::<burn::backend::cuda::CudaDevice>() {
+        return Some(cubecl());
+    }
+    None
 }
 
-/// Every wgpu adapter is an accelerator here, software Vulkan (llvmpipe) included: it runs
-/// CubeCL kernels, whose interpolate has no bilinear/bicubic/lanczos3 backward.
-#[cfg(feature = "wgpu")]
-impl DeviceClass for burn::backend::wgpu::WgpuDevice {
-    fn device_kind(&self) -> DeviceKind {
-        DeviceKind::Accelerator
-    }
-
-    fn order_hazards(&self) -> OrderHazards {
-        OrderHazards::CUBECL
-    }
-
-    fn autotuned(&self) -> bool {
-        crate::determinism::autotune::compiled_in()
-    }
-}
-
-#[cfg(feature = "cuda")]
-impl DeviceClass for burn::backend::cuda::CudaDevice {
-    fn device_kind(&self) -> DeviceKind {
-        DeviceKind::Accelerator
-    }
-
-    fn order_hazards(&self) -> OrderHazards {
-        OrderHazards::CUBECL
-    }
-
-    fn autotuned(&self) -> bool {
-        crate::determinism::autotune::compiled_in()
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+fn cubecl() -> DeviceProfile {
+    DeviceProfile {
+        kind: DeviceKind::Accelerator,
+        order_hazards: OrderHazards::CUBECL,
+        autotuned: crate::determinism::autotune::compiled_in(),
     }
 }
 

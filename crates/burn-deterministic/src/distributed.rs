@@ -3,7 +3,7 @@
 //! default bodies: those key Burn's gradient-sync server by backend type, so mixing `Self` and
 //! `B` would register parameters with one server and submit gradients to another.
 
-use crate::{DeterministicBackend, DeviceClass};
+use crate::DeterministicBackend;
 use burn_backend::distributed::{
     CollectiveTensor, DistributedBackend, DistributedConfig, DistributedParams, ReduceOperation,
     TensorRef,
@@ -11,10 +11,7 @@ use burn_backend::distributed::{
 use burn_backend::tensor::{Device, FloatTensor};
 use burn_backend::DeviceId;
 
-impl<B: DistributedBackend> DistributedBackend for DeterministicBackend<B>
-where
-    B::Device: DeviceClass,
-{
+impl<B: DistributedBackend> DistributedBackend for DeterministicBackend<B> {
     fn start_communication_server(devices: &[Self::Device], config: DistributedConfig) {
         B::start_communication_server(devices, config)
     }

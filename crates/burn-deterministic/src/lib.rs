@@ -32,5 +32,7 @@ pub mod resize;
 
 pub use backend::DeterministicBackend;
 pub use config::{with_config, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout};
-pub use device::{DeviceClass, DeviceKind, FullSumOrder, OrderHazards};
+pub use device::{
+    device_profile, mark_device, DeviceKind, DeviceProfile, FullSumOrder, OrderHazards,
+};
 pub use error::ResizeError;

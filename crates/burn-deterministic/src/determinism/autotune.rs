@@ -11,7 +11,6 @@
 //! - and never let it pass silently: the decorator says so once on stderr at first use on an
 //!   autotuned device, or refuses to run with `strict: true`.
 
-use crate::DeviceClass;
 use burn_backend::Backend;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -63,11 +62,8 @@ impl std::error::Error for AutotuneHazard {}
 
 /// `Err` when bits on `device` can depend on the autotune cache. Call it before training to
 /// fail early instead of at the first tensor (what `strict` does).
-pub fn check<B: Backend>(device: &B::Device) -> Result<(), AutotuneHazard>
-where
-    B::Device: DeviceClass,
-{
-    if device.autotuned() {
+pub fn check<B: Backend>(device: &B::Device) -> Result<(), AutotuneHazard> {
+    if crate::device_profile(device).autotuned {
         Err(AutotuneHazard {
             backend: B::name(device),
         })
@@ -80,11 +76,8 @@ static ANNOUNCED: AtomicBool = AtomicBool::new(false);
 
 /// Called by the decorator when it creates a tensor or resizes on `device`: on an autotuned
 /// device, prints [`AutotuneHazard`] once per process, or panics with it under `strict`.
-pub fn on_use<B: Backend>(device: &B::Device)
-where
-    B::Device: DeviceClass,
-{
-    if !device.autotuned() {
+pub fn on_use<B: Backend>(device: &B::Device) {
+    if !crate::device_profile(device).autotuned {
         return;
     }
     if crate::config::current().strict {

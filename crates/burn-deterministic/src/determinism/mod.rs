@@ -19,7 +19,7 @@ pub mod sum;
 
 pub use autotune::{check, use_autotune_cache_dir, AutotuneHazard, PinCacheError};
 
-use crate::{config, DeterministicBackend, DeviceClass, OrderHazards};
+use crate::{config, DeterministicBackend, OrderHazards};
 use burn_backend::ops::{DeformConv2dBackward, DeformConvOptions};
 use burn_backend::quantization::QuantPropagation;
 use burn_backend::tensor::{FloatTensor, IndexingUpdateOp, IntTensor, QuantizedTensor};
@@ -28,18 +28,12 @@ use burn_backend::{get_device_settings, Backend, QTensorPrimitive, TensorMetadat
 
 /// Whether the op guarded by `hazard` is rewritten on `device`: a hazard there, and
 /// `fixed_order_ops` on.
-fn rewrites<B: Backend>(device: &B::Device, hazard: impl FnOnce(OrderHazards) -> bool) -> bool
-where
-    B::Device: DeviceClass,
-{
-    hazard(device.order_hazards()) && config::current().fixed_order_ops
+fn rewrites<B: Backend>(device: &B::Device, hazard: impl FnOnce(OrderHazards) -> bool) -> bool {
+    hazard(crate::device_profile(device).order_hazards) && config::current().fixed_order_ops
 }
 
 /// `float_sum` through the decorator.
-pub(crate) fn float_sum<B: Backend>(tensor: FloatTensor<B>) -> FloatTensor<B>
-where
-    B::Device: DeviceClass,
-{
+pub(crate) fn float_sum<B: Backend>(tensor: FloatTensor<B>) -> FloatTensor<B> {
     let (dtype, elements) = (tensor.dtype(), tensor.shape().num_elements());
     if rewrites::<B>(&B::float_device(&tensor), |h| h.sum.varies(dtype, elements)) {
         sum::fixed_order_sum::<B>(tensor)
@@ -50,10 +44,7 @@ where
 
 /// `float_mean` through the decorator: the fixed-order sum divided by the element count (flex
 /// computes its mean as `sum / n` too).
-pub(crate) fn float_mean<B: Backend>(tensor: FloatTensor<B>) -> FloatTensor<B>
-where
-    B::Device: DeviceClass,
-{
+pub(crate) fn float_mean<B: Backend>(tensor: FloatTensor<B>) -> FloatTensor<B> {
     let (dtype, elements) = (tensor.dtype(), tensor.shape().num_elements());
     if rewrites::<B>(&B::float_device(&tensor), |h| {
         h.mean.varies(dtype, elements)
@@ -68,10 +59,7 @@ where
 /// scheme propagates), with the decorator's sum. Backends whose sum is fixed-order keep theirs.
 pub(crate) fn q_sum<B: Backend>(
     tensor: QuantizedTensor<B>,
-) -> TensorPrimitive<DeterministicBackend<B>>
-where
-    B::Device: DeviceClass,
-{
+) -> TensorPrimitive<DeterministicBackend<B>> {
     let device = B::q_device(&tensor);
     let elements = tensor.shape().num_elements();
     let dtype = get_device_settings::<B>(&device).float_dtype;
@@ -93,10 +81,7 @@ pub(crate) fn float_scatter_nd<B: Backend>(
     indices: IntTensor<B>,
     values: FloatTensor<B>,
     reduction: IndexingUpdateOp,
-) -> FloatTensor<B>
-where
-    B::Device: DeviceClass,
-{
+) -> FloatTensor<B> {
     if rewrites::<B>(&B::float_device(&data), |h| h.scatter_nd) {
         scatter_nd::in_rounds::<B, scatter_nd::Float>(data, indices, values, reduction)
     } else {
@@ -110,10 +95,7 @@ pub(crate) fn int_scatter_nd<B: Backend>(
     indices: IntTensor<B>,
     values: IntTensor<B>,
     reduction: IndexingUpdateOp,
-) -> IntTensor<B>
-where
-    B::Device: DeviceClass,
-{
+) -> IntTensor<B> {
     if rewrites::<B>(&B::int_device(&data), |h| h.scatter_nd) {
         scatter_nd::in_rounds::<B, scatter_nd::Int>(data, indices, values, reduction)
     } else {
@@ -132,10 +114,7 @@ pub(crate) fn deform_conv2d_backward<B: Backend>(
     bias: Option<FloatTensor<B>>,
     output_grad: FloatTensor<B>,
     options: DeformConvOptions<2>,
-) -> DeformConv2dBackward<DeterministicBackend<B>>
-where
-    B::Device: DeviceClass,
-{
+) -> DeformConv2dBackward<DeterministicBackend<B>> {
     let rewrite = rewrites::<B>(&B::float_device(&x), |h| h.deform_conv2d_input_grad);
     let x_shape = x.shape();
     let inputs = rewrite.then(|| {

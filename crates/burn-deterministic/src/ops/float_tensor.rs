@@ -12,10 +12,7 @@ use burn_backend::*;
 use core::future::Future;
 use core::ops::Range;
 
-impl<B: Backend> FloatTensorOps<Self> for DeterministicBackend<B>
-where
-    B::Device: crate::DeviceClass,
-{
+impl<B: Backend> FloatTensorOps<Self> for DeterministicBackend<B> {
     fn float_from_data(data: TensorData, device: &Device<Self>) -> FloatTensor<Self> {
         crate::determinism::autotune::on_use::<B>(device);
         B::float_from_data(data, device)

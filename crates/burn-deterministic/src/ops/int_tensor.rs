@@ -12,10 +12,7 @@ use burn_backend::*;
 use core::future::Future;
 use core::ops::Range;
 
-impl<B: Backend> IntTensorOps<Self> for DeterministicBackend<B>
-where
-    B::Device: crate::DeviceClass,
-{
+impl<B: Backend> IntTensorOps<Self> for DeterministicBackend<B> {
     fn int_empty(shape: Shape, device: &Device<Self>, dtype: IntDType) -> IntTensor<Self> {
         B::int_empty(shape, device, dtype)
     }

@@ -12,10 +12,7 @@ use burn_backend::*;
 use core::future::Future;
 use core::ops::Range;
 
-impl<B: Backend> ModuleOps<Self> for DeterministicBackend<B>
-where
-    B::Device: crate::DeviceClass,
-{
+impl<B: Backend> ModuleOps<Self> for DeterministicBackend<B> {
     fn embedding(weights: FloatTensor<Self>, indices: IntTensor<Self>) -> FloatTensor<Self> {
         B::embedding(weights, indices)
     }

@@ -12,10 +12,7 @@ use burn_backend::*;
 use core::future::Future;
 use core::ops::Range;
 
-impl<B: Backend> QTensorOps<Self> for DeterministicBackend<B>
-where
-    B::Device: crate::DeviceClass,
-{
+impl<B: Backend> QTensorOps<Self> for DeterministicBackend<B> {
     fn q_from_data(data: TensorData, device: &Device<Self>) -> QuantizedTensor<Self> {
         B::q_from_data(data, device)
     }

@@ -12,10 +12,7 @@ use burn_backend::*;
 use core::future::Future;
 use core::ops::Range;
 
-impl<B: Backend> TransactionOps<Self> for DeterministicBackend<B>
-where
-    B::Device: crate::DeviceClass,
-{
+impl<B: Backend> TransactionOps<Self> for DeterministicBackend<B> {
     fn tr_execute(
         transaction: TransactionPrimitive<Self>,
     ) -> impl Future<Output = Result<TransactionPrimitiveData, ExecutionError>> + Send {

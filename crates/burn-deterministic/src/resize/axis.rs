@@ -739,7 +739,7 @@ impl<B: Backend> AxisMap<B> {
     pub(crate) fn macs(&self) -> u64 {
         match self {
             AxisMap::Dense { weights_t } => weights_t.shape().num_elements() as u64,
-            AxisMap::Banded { forward, .. } => forward.shape.weights() as u64,
+            AxisMap::Banded { forward, .. } => forward.shape.weights(),
         }
     }
 
@@ -780,6 +780,15 @@ fn multiply<B: Backend>(
         (Dim::Width, false) => B::float_matmul(t, weights_t),
         (Dim::Width, true) => B::float_matmul(t, B::float_transpose(weights_t)),
     }
+}
+
+/// The product of sizes as `u64`, saturating: a count of bytes or multiply-adds that is
+/// compared with a limit, where saturation means "over any limit", never a wrapped small
+/// number (on 32-bit targets a `usize` product wraps well before a resize is absurd).
+pub(crate) fn product(factors: &[usize]) -> u64 {
+    factors
+        .iter()
+        .fold(1u64, |acc, &f| acc.saturating_mul(f as u64))
 }
 
 #[cfg(test)]
@@ -897,13 +906,4 @@ mod tests {
         // 64 outputs read ~16 inputs plus the halo: far below the dense 1024 per output.
         assert!(banded <= 4096 * 24, "{banded}");
     }
-}
-
-/// The product of sizes as `u64`, saturating: a count of bytes or multiply-adds that is
-/// compared with a limit, where saturation means "over any limit", never a wrapped small
-/// number (on 32-bit targets a `usize` product wraps well before a resize is absurd).
-pub(crate) fn product(factors: &[usize]) -> u64 {
-    factors
-        .iter()
-        .fold(1u64, |acc, &f| acc.saturating_mul(f as u64))
 }

@@ -14,7 +14,7 @@ mod weights;
 pub use cache::{cache_stats, reset_cache, CacheStats};
 
 use crate::config::{self, DeterministicConfig, RewritePolicy, WeightLayout};
-use crate::{DeviceClass, DeviceKind, ResizeError};
+use crate::{DeviceKind, ResizeError};
 use axis::{AxisEstimate, AxisMap, Dim, Layout};
 use burn_backend::ops::InterpolateOptions;
 use burn_backend::tensor::FloatTensor;
@@ -34,10 +34,7 @@ pub fn interpolate<B: Backend>(
     x: FloatTensor<B>,
     output_size: [usize; 2],
     options: InterpolateOptions,
-) -> FloatTensor<B>
-where
-    B::Device: DeviceClass,
-{
+) -> FloatTensor<B> {
     let config = config::current();
     if !takes_over(&config, &options) {
         return B::interpolate(x, output_size, options);
@@ -74,10 +71,7 @@ pub fn interpolate_backward<B: Backend>(
     grad: FloatTensor<B>,
     output_size: [usize; 2],
     options: InterpolateOptions,
-) -> FloatTensor<B>
-where
-    B::Device: DeviceClass,
-{
+) -> FloatTensor<B> {
     let config = config::current();
     let device = B::float_device(&x);
     if !takes_over(&config, &options) && !owned::contains::<B>(&x, &device, output_size, &options) {
@@ -175,15 +169,12 @@ mod owned {
 /// `Auto` keeps the native forward on CPU devices, except when the inner backend records
 /// gradients (`DeterministicBackend<Autodiff<_>>`): the decorator cannot hand autodiff a
 /// backward, so there the forward must be built from ops autodiff can differentiate.
-pub fn rewrites_forward<B: Backend>(policy: RewritePolicy, device: &B::Device) -> bool
-where
-    B::Device: DeviceClass,
-{
+pub fn rewrites_forward<B: Backend>(policy: RewritePolicy, device: &B::Device) -> bool {
     match policy {
         RewritePolicy::Never => false,
         RewritePolicy::Always => true,
         RewritePolicy::Auto => {
-            device.device_kind() == DeviceKind::Accelerator || B::ad_enabled(device)
+            crate::device_profile(device).kind == DeviceKind::Accelerator || B::ad_enabled(device)
         }
     }
 }
