@@ -167,6 +167,40 @@ mod wgpu {
     }
 }
 
+/// Candle has no bilinear, bicubic or lanczos3 forward kernel and no interpolate backward at
+/// all: the decorator reads the weights off the host reference kernel and computes both
+/// directions; nearest is taken over too (`ModeSet::all()`), since Candle's nearest backward
+/// panics as well.
+#[cfg(feature = "candle")]
+#[allow(deprecated)] // burn-candle is deprecated in Burn 0.21, and still shipped and used
+mod candle {
+    use super::*;
+    use burn::backend::candle::CandleDevice;
+    use burn::backend::{Autodiff, Candle};
+    use burn_deterministic::{DeterministicBackend, ModeSet};
+
+    #[test]
+    fn golden_candle_decorator_inside_autodiff() {
+        let auto = DeterministicConfig {
+            modes: ModeSet::all(),
+            ..Default::default()
+        };
+        let always = DeterministicConfig {
+            policy: RewritePolicy::Always,
+            ..auto.clone()
+        };
+        let device = CandleDevice::Cpu;
+        let with_f64 =
+            <Candle as burn::tensor::backend::Backend>::supports_dtype(&device, DType::F64);
+        check_golden_in::<Autodiff<DeterministicBackend<Candle>>>(
+            &device,
+            F64_TOLERANCE,
+            &[("auto+all", auto), ("always+all", always)],
+            |case| with_f64 || case.dtype() != DType::F64,
+        );
+    }
+}
+
 /// Run by `scripts/gpu-bench.sh` on a machine with an NVIDIA GPU (compile-checked in CI).
 #[cfg(feature = "cuda")]
 mod cuda {
