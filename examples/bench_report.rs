@@ -4,6 +4,8 @@
 //! ```text
 //! cargo bench --bench resize_shapes --features flex      # and/or --bench training_step
 //! cargo run --release --example bench_report              # writes target/bench-report/
+//! cargo run --example bench_report -- --from-report docs/bench/report.json --output-dir D
+//!                                                         # redraws a saved report's chart
 //! ```
 //!
 //! Benchmark ids follow `BACKEND/CASE/PASS/VARIANT` (e.g. `flex/a_seg_logits/forward/native`).
@@ -13,13 +15,13 @@
 //! faster than the gather decomposition). The report prints when each row's numbers were
 //! measured, so mixing runs is visible.
 
-use burn_deterministic_suite::plot::bar_chart;
-use serde::Serialize;
+use burn_deterministic_suite::plot::{grouped_bars, BarGroup};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Measurement {
     variant: String,
     median_ms: f64,
@@ -33,7 +35,7 @@ struct Measurement {
     measured_at: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 struct Row {
     backend: String,
     case: String,
@@ -42,7 +44,7 @@ struct Row {
     measurements: Vec<Measurement>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Report {
     machine: String,
     rows: Vec<Row>,
@@ -201,21 +203,61 @@ fn markdown(report: &Report) -> String {
     md
 }
 
+/// `ratios.png`: one group per backend, case and pass; one bar (and colour) per decorator
+/// variant; the baseline at 1.
+fn write_chart(report: &Report, out_dir: &Path) {
+    let groups: Vec<BarGroup> = report
+        .rows
+        .iter()
+        .map(|row| BarGroup {
+            label: format!("{} {} {}", row.backend, row.case, row.pass),
+            bars: row
+                .measurements
+                .iter()
+                .filter(|m| m.variant.starts_with("decorator"))
+                .filter_map(|m| m.ratio_to_baseline.map(|r| (m.variant.clone(), r)))
+                .collect(),
+        })
+        .filter(|group| !group.bars.is_empty())
+        .collect();
+    grouped_bars(
+        "Decorator time / baseline time (medians of the same run)",
+        "time / baseline (lower is faster)",
+        &groups,
+        Some((1.0, "baseline")),
+    )
+    .expect("cannot draw ratios.png")
+    .write_png(&out_dir.join("ratios.png"))
+    .expect("cannot write ratios.png");
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let mut criterion_dir = PathBuf::from("target/criterion");
     let mut out_dir = PathBuf::from("target/bench-report");
+    let mut saved_report = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--criterion-dir" => criterion_dir = args.next().expect("a folder").into(),
             "--output-dir" => out_dir = args.next().expect("a folder").into(),
+            "--from-report" => saved_report = Some(PathBuf::from(args.next().expect("a file"))),
             other => {
                 eprintln!(
-                    "usage: bench_report [--criterion-dir DIR] [--output-dir DIR] (got {other})"
+                    "usage: bench_report [--criterion-dir DIR | --from-report report.json] \
+                     [--output-dir DIR] (got {other})"
                 );
                 std::process::exit(2);
             }
         }
+    }
+    if let Some(path) = saved_report {
+        let report: Report = read_json(&path)
+            .and_then(|json| serde_json::from_value(json).ok())
+            .unwrap_or_else(|| panic!("{} is not a bench report", path.display()));
+        std::fs::create_dir_all(&out_dir).expect("cannot create the output folder");
+        write_chart(&report, &out_dir);
+        println!("wrote {}/ratios.png", out_dir.display());
+        return;
     }
     let mut results = Vec::new();
     collect(&criterion_dir, &mut results);
@@ -235,30 +277,7 @@ fn main() {
     std::fs::write(out_dir.join("report.json"), json).expect("cannot write report.json");
     let md = markdown(&report);
     std::fs::write(out_dir.join("report.md"), &md).expect("cannot write report.md");
-    let bars: Vec<(String, f64)> = report
-        .rows
-        .iter()
-        .flat_map(|row| {
-            row.measurements
-                .iter()
-                .filter(|m| m.variant.starts_with("decorator"))
-                .filter_map(move |m| {
-                    m.ratio_to_baseline.map(|r| {
-                        (
-                            format!("{} {} {} {}", row.backend, row.case, row.pass, m.variant),
-                            r,
-                        )
-                    })
-                })
-        })
-        .collect();
-    bar_chart(
-        "decorator time / baseline time (same run)",
-        &bars,
-        Some(1.0),
-    )
-    .write_png(&out_dir.join("ratios.png"))
-    .expect("cannot write ratios.png");
+    write_chart(&report, &out_dir);
     print!("{md}");
     println!(
         "\nwrote {}/report.json, report.md and ratios.png",

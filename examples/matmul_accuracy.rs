@@ -6,12 +6,14 @@
 //! cargo run --release --example matmul_accuracy --features cuda -- --backend cuda
 //! ```
 
-use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::backend::Backend;
 use burn::tensor::module::interpolate;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Tensor};
-use burn_deterministic::{with_config, DeterministicConfig, ModeSet, RewritePolicy};
-use burn_deterministic_suite::experiment::{run_on_backend, BackendChoice, Experiment, RunLog};
+use burn_deterministic::{
+    with_config, DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy,
+};
+use burn_deterministic_suite::devices::BackendChoice;
 use burn_deterministic_suite::harness::{tensor, to_f64, uniform};
 use burn_deterministic_suite::metrics::max_scaled_error;
 use clap::Parser;
@@ -22,8 +24,6 @@ struct Args {
     #[arg(long, value_enum, default_value_t = BackendChoice::Flex)]
     backend: BackendChoice,
 }
-
-struct Accuracy;
 
 /// Name, input `[N, C, H, W]`, output `[H', W']`, bicubic (else bilinear), align_corners.
 type Case = (&'static str, [usize; 4], [usize; 2], bool, bool);
@@ -44,63 +44,62 @@ fn policy(policy: RewritePolicy) -> DeterministicConfig {
     }
 }
 
-impl Experiment for Accuracy {
-    /// The decorator's own backend type carries both paths: policy `never` is exactly the inner
-    /// kernel, policy `always` the matmuls.
-    fn run<B: AutodiffBackend>(&self, devices: Vec<B::Device>, backend: BackendChoice) -> RunLog {
-        let device = &devices[0];
-        let mut errors = BTreeMap::new();
-        for (name, input, output, bicubic, align_corners) in SHAPES {
-            let mode = if bicubic {
-                InterpolateMode::Bicubic
-            } else {
-                InterpolateMode::Bilinear
-            };
-            let options = InterpolateOptions::new(mode).with_align_corners(align_corners);
-            let x: Tensor<B, 4> = tensor(
-                &uniform(7, input.iter().product()),
-                input,
-                DType::F32,
-                device,
-            );
-            let resize = |p| {
-                with_config(policy(p), || {
-                    to_f64(interpolate(x.clone(), output, options.clone()).into_data())
-                })
-            };
-            let native = resize(RewritePolicy::Never);
-            let matmul = resize(RewritePolicy::Always);
-            let error = max_scaled_error(&matmul, &native);
-            println!("{name:<14} max |matmul - native| / (1 + |native|) = {error:.2e}");
-            errors.insert(format!("{name} max scaled error"), error);
-        }
-        RunLog {
-            example: "matmul_accuracy".into(),
-            backend,
-            devices: 1,
-            config: serde_json::Value::Null,
-            epochs: Vec::new(),
-            final_metrics: errors,
-            training_seconds: 0.0,
-            parameter_sha256: String::new(),
-        }
+/// The largest scaled error of the matmul forward against `B`'s kernel, per shape. The
+/// decorator's own backend type carries both paths: policy `never` is exactly the inner kernel,
+/// policy `always` the matmuls.
+fn errors<B: Backend>(device: &B::Device) -> BTreeMap<&'static str, f64> {
+    let mut errors = BTreeMap::new();
+    for (name, input, output, bicubic, align_corners) in SHAPES {
+        let mode = if bicubic {
+            InterpolateMode::Bicubic
+        } else {
+            InterpolateMode::Bilinear
+        };
+        let options = InterpolateOptions::new(mode).with_align_corners(align_corners);
+        let x: Tensor<DeterministicBackend<B>, 4> = tensor(
+            &uniform(7, input.iter().product()),
+            input,
+            DType::F32,
+            device,
+        );
+        let resize = |p| {
+            with_config(policy(p), || {
+                to_f64(interpolate(x.clone(), output, options.clone()).into_data())
+            })
+        };
+        let native = resize(RewritePolicy::Never);
+        let matmul = resize(RewritePolicy::Always);
+        let error = max_scaled_error(&matmul, &native);
+        println!("{name:<14} max |matmul - native| / (1 + |native|) = {error:.2e}");
+        errors.insert(name, error);
     }
+    errors
 }
 
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    match run_on_backend(&Accuracy, args.backend, 1) {
-        Ok(log) => {
-            let worst = log.final_metrics.values().fold(0.0f64, |a, &b| a.max(b));
-            println!(
-                "{}: worst f32 error of the matmul forward vs the native kernel: {worst:.2e}",
-                args.backend.name()
-            );
-            std::process::ExitCode::SUCCESS
+    let errors = match args.backend {
+        #[cfg(feature = "flex")]
+        BackendChoice::Flex => errors::<burn::backend::Flex>(&Default::default()),
+        #[cfg(feature = "ndarray")]
+        BackendChoice::Ndarray => errors::<burn::backend::NdArray>(&Default::default()),
+        #[cfg(feature = "wgpu")]
+        BackendChoice::Wgpu => match burn_deterministic_suite::wgpu_setup::vulkan_device() {
+            Some(device) => errors::<burn::backend::Wgpu>(&device),
+            None => return std::process::ExitCode::from(2),
+        },
+        #[cfg(feature = "cuda")]
+        BackendChoice::Cuda => errors::<burn::backend::Cuda>(&Default::default()),
+        #[allow(unreachable_patterns)]
+        other => {
+            eprintln!("error: {}", other.missing_feature());
+            return std::process::ExitCode::from(2);
         }
-        Err(message) => {
-            eprintln!("error: {message}");
-            std::process::ExitCode::from(2)
-        }
-    }
+    };
+    let worst = errors.values().fold(0.0f64, |a, &b| a.max(b));
+    println!(
+        "{}: worst f32 error of the matmul forward vs the native kernel: {worst:.2e}",
+        args.backend.name()
+    );
+    std::process::ExitCode::SUCCESS
 }

@@ -13,29 +13,134 @@
 //! cargo run --example segmentation --features wgpu -- --backend wgpu
 //! cargo run --example segmentation -- --help
 //! ```
+//!
+//! `main` picks the backend type; `train` is generic over it and holds the whole burn-train
+//! set-up. The model and datasets (`burn-deterministic-vision`) are plain Burn.
 
+use burn::backend::Autodiff;
 use burn::config::Config;
 use burn::module::Module;
 use burn::optim::AdamConfig;
 use burn::tensor::backend::AutodiffBackend;
 use burn::train::logger::FileMetricLogger;
 use burn::train::{Learner, SupervisedTraining};
-use burn_deterministic_suite::experiment::{
-    in_memory, run_example, training_strategy, BackendChoice, CommonArgs, CurveLogger, Experiment,
-    RunConfig, RunLog, Samples,
-};
+use burn_deterministic::DeterministicBackend;
+use burn_deterministic_suite::devices::{cpu_devices, training_strategy, BackendChoice};
+use burn_deterministic_suite::flow::run_example;
 use burn_deterministic_suite::metrics::parameter_hash;
+use burn_deterministic_suite::run_config::{in_memory, CommonArgs, RunConfig, Samples};
+use burn_deterministic_suite::run_log::{CurveLogger, Trained};
 use burn_deterministic_vision::data::{SegmentationSample, SyntheticSegmentation};
 use burn_deterministic_vision::folder::SegmentationFolder;
 use burn_deterministic_vision::models::SegmentationConfig;
-use burn_deterministic_vision::train::{
-    evaluate_segmentation, EpochLoss, SegmentationMetric, SegmentationStatistic,
-};
+use burn_deterministic_vision::train::{EpochLoss, SegmentationMetric, SegmentationStatistic};
 use clap::Parser;
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let config = match args.config() {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    run_example(&args.common, "segmentation", &config, |output_dir| {
+        let data = SegmentationData::load(&config)?;
+        let devices = usize::from(args.common.devices);
+        // The backend: Burn's own, wrapped by the decorator, under autodiff.
+        Ok(match args.common.backend {
+            #[cfg(feature = "flex")]
+            BackendChoice::Flex => train::<Autodiff<DeterministicBackend<burn::backend::Flex>>>(
+                &config,
+                &data,
+                cpu_devices(devices),
+                output_dir,
+            ),
+            #[cfg(feature = "ndarray")]
+            BackendChoice::Ndarray => {
+                train::<Autodiff<DeterministicBackend<burn::backend::NdArray>>>(
+                    &config,
+                    &data,
+                    cpu_devices(devices),
+                    output_dir,
+                )
+            }
+            #[cfg(feature = "wgpu")]
+            BackendChoice::Wgpu => train::<Autodiff<DeterministicBackend<burn::backend::Wgpu>>>(
+                &config,
+                &data,
+                burn_deterministic_suite::devices::wgpu_devices(devices)?,
+                output_dir,
+            ),
+            #[cfg(feature = "cuda")]
+            BackendChoice::Cuda => train::<Autodiff<DeterministicBackend<burn::backend::Cuda>>>(
+                &config,
+                &data,
+                burn_deterministic_suite::devices::cuda_devices(devices),
+                output_dir,
+            ),
+            #[allow(unreachable_patterns)]
+            other => return Err(other.missing_feature()),
+        })
+    })
+}
+
+/// Trains the segmentation net with burn-train's `Learner` on `devices` (the first is the main
+/// device: the optimizer steps and validation run there), logging into `output_dir`.
+pub fn train<B: AutodiffBackend>(
+    config: &SegmentationTrainingConfig,
+    data: &SegmentationData,
+    devices: Vec<B::Device>,
+    output_dir: &Path,
+) -> Trained {
+    let run = &config.run;
+    let device = devices[0].clone();
+    let device_count = devices.len();
+    // Parameters are drawn from the backend's generator: seed it before building the model.
+    B::seed(&device, run.seed);
+    let model = config.model.init::<B>(&device);
+    let (loader_train, loader_valid) =
+        run.loaders::<B, _, _, _>(data.train.clone(), data.valid.clone(), &device);
+
+    let classes = config.model.classes;
+    let metric = |statistic| SegmentationMetric::new(statistic, classes);
+    let curves = CurveLogger::default();
+    let training = SupervisedTraining::new(output_dir, loader_train, loader_valid)
+        .with_metric_logger(FileMetricLogger::new(output_dir))
+        .with_metric_logger(curves.clone())
+        .metric_train_numeric(EpochLoss::default())
+        .metric_valid_numeric(EpochLoss::default())
+        .metric_train_numeric(metric(SegmentationStatistic::MeanIou))
+        .metric_valid_numeric(metric(SegmentationStatistic::MeanIou))
+        .metric_train_numeric(metric(SegmentationStatistic::PixelAccuracy))
+        .metric_valid_numeric(metric(SegmentationStatistic::PixelAccuracy))
+        .with_training_strategy(training_strategy(devices))
+        .num_epochs(run.epochs)
+        .summary();
+    let learner = Learner::new(model, config.optimizer.init(), run.learning_rate);
+
+    let start = Instant::now();
+    let result = training.launch(learner);
+    let training_seconds = start.elapsed().as_secs_f64();
+
+    let mut final_metrics = curves.final_validation(&[
+        ("Loss", "loss"),
+        ("mIoU", "mIoU %"),
+        ("Pixel Accuracy", "pixel accuracy %"),
+    ]);
+    final_metrics.insert("chance mIoU %".into(), 100.0 / classes as f64);
+    Trained {
+        devices: device_count,
+        epochs: curves.records(),
+        final_metrics,
+        training_seconds,
+        parameter_sha256: parameter_hash(&result.model.no_grad()),
+    }
+}
 
 /// Everything that determines a run (saved as `config.json` next to the results).
 #[derive(Config, Debug)]
@@ -43,6 +148,41 @@ pub struct SegmentationTrainingConfig {
     pub model: SegmentationConfig,
     pub optimizer: AdamConfig,
     pub run: RunConfig,
+}
+
+/// The training and validation samples, in memory.
+pub struct SegmentationData {
+    train: Samples<SegmentationSample>,
+    valid: Samples<SegmentationSample>,
+}
+
+impl SegmentationData {
+    /// PNG folders (`run.data_dir`), else seeded synthetic scenes.
+    fn load(config: &SegmentationTrainingConfig) -> Result<Self, String> {
+        let (run, classes) = (&config.run, config.model.classes);
+        if let Some(dir) = &run.data_dir {
+            let open = |split: &str| {
+                SegmentationFolder::open(PathBuf::from(dir).join(split), classes)
+                    .map_err(|e| e.to_string())
+            };
+            return Ok(Self {
+                train: in_memory(&open("train")?),
+                valid: in_memory(&open("valid")?),
+            });
+        }
+        let synthetic = |seed, count| {
+            in_memory(&SyntheticSegmentation::new(
+                seed,
+                [run.image_size; 2],
+                classes,
+                count,
+            ))
+        };
+        Ok(Self {
+            train: synthetic(run.seed, run.train_size),
+            valid: synthetic(run.validation_seed(), run.valid_size),
+        })
+    }
 }
 
 #[derive(Parser, Debug)]
@@ -73,134 +213,4 @@ impl Args {
         }
         Ok(config)
     }
-}
-
-type Data = Samples<SegmentationSample>;
-
-struct SegmentationExperiment {
-    config: SegmentationTrainingConfig,
-    train: Data,
-    valid: Data,
-    output_dir: PathBuf,
-}
-
-impl SegmentationExperiment {
-    fn new(config: SegmentationTrainingConfig, output_dir: PathBuf) -> Result<Self, String> {
-        let run = &config.run;
-        let (train, valid): (Data, Data) = match &run.data_dir {
-            Some(dir) => {
-                let open = |split: &str| {
-                    SegmentationFolder::open(PathBuf::from(dir).join(split), config.model.classes)
-                        .map_err(|e| e.to_string())
-                };
-                (in_memory(&open("train")?), in_memory(&open("valid")?))
-            }
-            None => {
-                let size = [run.image_size; 2];
-                let classes = config.model.classes;
-                (
-                    in_memory(&SyntheticSegmentation::new(
-                        run.seed,
-                        size,
-                        classes,
-                        run.train_size,
-                    )),
-                    in_memory(&SyntheticSegmentation::new(
-                        run.validation_seed(),
-                        size,
-                        classes,
-                        run.valid_size,
-                    )),
-                )
-            }
-        };
-        Ok(Self {
-            config,
-            train,
-            valid,
-            output_dir,
-        })
-    }
-}
-
-impl Experiment for SegmentationExperiment {
-    fn run<B: AutodiffBackend>(&self, devices: Vec<B::Device>, backend: BackendChoice) -> RunLog {
-        let (config, run) = (&self.config, &self.config.run);
-        let device = devices[0].clone();
-        let device_count = devices.len();
-        // Parameters are drawn from the backend's generator: seed it before building the model.
-        B::seed(&device, run.seed);
-        let model = config.model.init::<B>(&device);
-        let (loader_train, loader_valid) =
-            run.loaders::<B, _, _, _>(self.train.clone(), self.valid.clone(), &device);
-
-        let classes = config.model.classes;
-        let curves = CurveLogger::default();
-        let training = SupervisedTraining::new(&self.output_dir, loader_train, loader_valid)
-            .with_metric_logger(FileMetricLogger::new(&self.output_dir))
-            .with_metric_logger(curves.clone())
-            .metric_train_numeric(EpochLoss::default())
-            .metric_valid_numeric(EpochLoss::default())
-            .metric_train_numeric(SegmentationMetric::new(
-                SegmentationStatistic::MeanIou,
-                classes,
-            ))
-            .metric_valid_numeric(SegmentationMetric::new(
-                SegmentationStatistic::MeanIou,
-                classes,
-            ))
-            .metric_valid_numeric(SegmentationMetric::new(
-                SegmentationStatistic::PixelAccuracy,
-                classes,
-            ))
-            .with_training_strategy(training_strategy(devices))
-            .num_epochs(run.epochs)
-            .summary();
-        let learner = Learner::new(model, config.optimizer.init(), run.learning_rate);
-
-        let start = Instant::now();
-        let result = training.launch(learner);
-        let training_seconds = start.elapsed().as_secs_f64();
-
-        let model = result.model;
-        let (loss, metrics) = evaluate_segmentation(&model, &self.valid, run.batch_size, &device);
-        RunLog {
-            example: "segmentation".into(),
-            backend,
-            devices: device_count,
-            config: serde_json::to_value(config).expect("config is serialisable"),
-            epochs: curves.records(),
-            final_metrics: BTreeMap::from([
-                ("loss".to_string(), loss),
-                ("mIoU %".to_string(), 100.0 * metrics.miou),
-                (
-                    "pixel accuracy %".to_string(),
-                    100.0 * metrics.pixel_accuracy,
-                ),
-                (
-                    "chance mIoU %".to_string(),
-                    100.0 / config.model.classes as f64,
-                ),
-            ]),
-            training_seconds,
-            parameter_sha256: parameter_hash(&model.no_grad()),
-        }
-    }
-}
-
-fn main() -> ExitCode {
-    let args = Args::parse();
-    let config = match args.config() {
-        Ok(config) => config,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(2);
-        }
-    };
-    run_example(
-        &args.common,
-        "segmentation",
-        |path| config.save(path),
-        |output_dir| SegmentationExperiment::new(config.clone(), output_dir),
-    )
 }

@@ -99,3 +99,47 @@ pub fn panic_message(result: std::thread::Result<impl Sized>) -> String {
         .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_default()
 }
+
+/// What [`fit_bilinear_upsample`] ends with: the loss of every step and the SHA-256 of the
+/// final parameter's bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fit {
+    pub losses: Vec<f32>,
+    pub parameter_sha256: String,
+}
+
+/// Fits a `[1, 2, 6, 6]` parameter so that its bilinear upsample (PyTorch's convention,
+/// `align_corners = false`) to 12×12 matches a seeded target, by 20 steps of plain gradient
+/// descent on the mean squared error: the smallest training loop that needs a bilinear backward.
+pub fn fit_bilinear_upsample<B: AutodiffBackend>(device: &B::Device) -> Fit {
+    let data = |seed, shape: [usize; 4]| {
+        let n = shape.iter().product();
+        let values: Vec<f32> = uniform(seed, n).iter().map(|v| *v as f32).collect();
+        TensorData::new(values, shape)
+    };
+    let options = InterpolateOptions::new(burn::tensor::ops::InterpolateMode::Bilinear)
+        .with_align_corners(false);
+    let target = Tensor::<B, 4>::from_data(data(2, [1, 2, 12, 12]), device);
+    let mut param = Tensor::<B, 4>::from_data(data(1, [1, 2, 6, 6]), device).require_grad();
+    let mut losses = Vec::new();
+    for _ in 0..20 {
+        let y = interpolate(param.clone(), [12, 12], options.clone());
+        let loss = (y - target.clone()).powi_scalar(2).mean();
+        losses.push(
+            loss.clone()
+                .into_data()
+                .convert::<f32>()
+                .to_vec::<f32>()
+                .unwrap()[0],
+        );
+        let grads = loss.backward();
+        let grad = param
+            .grad(&grads)
+            .expect("the parameter requires a gradient");
+        param = Tensor::from_inner(param.inner() - grad * 2.0).require_grad();
+    }
+    Fit {
+        losses,
+        parameter_sha256: crate::metrics::sha256_hex(param.into_data().as_bytes()),
+    }
+}

@@ -1,371 +1,565 @@
-//! Small PNG charts (training curves, benchmark bars) drawn on an RGB canvas with a built-in
-//! 5×7 bitmap font, so that examples and the bench report need neither a font file nor a
-//! plotting stack with system dependencies.
+//! PNG charts for the examples (training curves) and the bench report (ratios), drawn with
+//! plotters' bitmap backend. Text is DejaVu Sans, embedded through the `dejavu` crate, so no
+//! system font is needed. Each series or variant keeps one colour across panels, and the
+//! legend sits in the header, clear of the data.
 
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::path::Path;
+use std::sync::Once;
 
-type Rgb = [u8; 3];
-
-pub const WHITE: Rgb = [255, 255, 255];
-pub const BLACK: Rgb = [0, 0, 0];
-pub const GREY: Rgb = [200, 200, 200];
-/// Series colours (colour-blind friendly: blue, orange, green, purple, red).
-pub const PALETTE: [Rgb; 5] = [
-    [0, 114, 178],
-    [230, 159, 0],
-    [0, 158, 115],
-    [204, 121, 167],
-    [213, 94, 0],
+/// Series colours, colour-blind friendly (Okabe–Ito: blue, orange, green, purple, red).
+pub const PALETTE: [RGBColor; 5] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(213, 94, 0),
 ];
 
-/// 5×7 glyphs, one byte per row, bit 4 = leftmost column. Lowercase letters draw as uppercase.
-fn glyph(c: char) -> [u8; 7] {
-    match c.to_ascii_uppercase() {
-        '0' => [0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E],
-        '1' => [0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E],
-        '2' => [0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F],
-        '3' => [0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E],
-        '4' => [0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02],
-        '5' => [0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E],
-        '6' => [0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E],
-        '7' => [0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08],
-        '8' => [0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E],
-        '9' => [0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C],
-        'A' => [0x0E, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11],
-        'B' => [0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E],
-        'C' => [0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E],
-        'D' => [0x1C, 0x12, 0x11, 0x11, 0x11, 0x12, 0x1C],
-        'E' => [0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F],
-        'F' => [0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10],
-        'G' => [0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F],
-        'H' => [0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11],
-        'I' => [0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E],
-        'J' => [0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C],
-        'K' => [0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11],
-        'L' => [0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F],
-        'M' => [0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11],
-        'N' => [0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11],
-        'O' => [0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E],
-        'P' => [0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10],
-        'Q' => [0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D],
-        'R' => [0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11],
-        'S' => [0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E],
-        'T' => [0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04],
-        'U' => [0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E],
-        'V' => [0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04],
-        'W' => [0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A],
-        'X' => [0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11],
-        'Y' => [0x11, 0x11, 0x11, 0x0A, 0x04, 0x04, 0x04],
-        'Z' => [0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F],
-        '.' => [0, 0, 0, 0, 0, 0x0C, 0x0C],
-        ',' => [0, 0, 0, 0, 0x0C, 0x04, 0x08],
-        '-' => [0, 0, 0, 0x1F, 0, 0, 0],
-        '+' => [0, 0x04, 0x04, 0x1F, 0x04, 0x04, 0],
-        '=' => [0, 0, 0x1F, 0, 0x1F, 0, 0],
-        ':' => [0, 0x0C, 0x0C, 0, 0x0C, 0x0C, 0],
-        '%' => [0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03],
-        '/' => [0, 0x01, 0x02, 0x04, 0x08, 0x10, 0],
-        '(' => [0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02],
-        ')' => [0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08],
-        '[' => [0x0E, 0x08, 0x08, 0x08, 0x08, 0x08, 0x0E],
-        ']' => [0x0E, 0x02, 0x02, 0x02, 0x02, 0x02, 0x0E],
-        '_' => [0, 0, 0, 0, 0, 0, 0x1F],
-        '<' => [0x02, 0x04, 0x08, 0x10, 0x08, 0x04, 0x02],
-        '>' => [0x08, 0x04, 0x02, 0x01, 0x02, 0x04, 0x08],
-        ' ' => [0; 7],
-        _ => [0x1F, 0x11, 0x11, 0x11, 0x11, 0x11, 0x1F], // unknown: a box
+const FONT: &str = "sans-serif";
+const HEADER_HEIGHT: u32 = 64;
+
+/// A chart that could not be drawn (plotters' error, as text).
+#[derive(Debug)]
+pub struct PlotError(String);
+
+impl std::fmt::Display for PlotError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot draw the chart: {}", self.0)
     }
 }
 
-/// An RGB image to draw on.
-pub struct Canvas {
-    pub width: usize,
-    pub height: usize,
-    pixels: Vec<u8>,
+impl std::error::Error for PlotError {}
+
+impl From<PlotError> for std::io::Error {
+    fn from(error: PlotError) -> Self {
+        std::io::Error::other(error)
+    }
 }
 
-impl Canvas {
-    pub fn new(width: usize, height: usize) -> Self {
-        Self {
+fn plot_error(error: impl std::fmt::Display) -> PlotError {
+    PlotError(error.to_string())
+}
+
+/// Registers DejaVu Sans as plotters' sans-serif family (once per process).
+fn register_fonts() {
+    static FONTS: Once = Once::new();
+    FONTS.call_once(|| {
+        for (style, bytes) in [
+            (FontStyle::Normal, dejavu::sans::regular()),
+            (FontStyle::Bold, dejavu::sans::bold()),
+        ] {
+            plotters::style::register_font(FONT, style, bytes)
+                .unwrap_or_else(|_| panic!("the embedded DejaVu Sans font is invalid"));
+        }
+    });
+}
+
+/// A drawn chart: RGB pixels, row-major.
+pub struct Image {
+    pub width: u32,
+    pub height: u32,
+    pub rgb: Vec<u8>,
+}
+
+impl Image {
+    fn blank(width: u32, height: u32) -> Self {
+        Image {
             width,
             height,
-            pixels: WHITE.repeat(width * height),
+            rgb: vec![255; (width * height * 3) as usize],
         }
     }
 
-    pub fn pixel(&self, x: usize, y: usize) -> Rgb {
-        let i = 3 * (y * self.width + x);
-        [self.pixels[i], self.pixels[i + 1], self.pixels[i + 2]]
+    pub fn pixel(&self, x: u32, y: u32) -> [u8; 3] {
+        let i = ((y * self.width + x) * 3) as usize;
+        [self.rgb[i], self.rgb[i + 1], self.rgb[i + 2]]
     }
 
-    pub fn set(&mut self, x: i64, y: i64, colour: Rgb) {
-        if x >= 0 && y >= 0 && (x as usize) < self.width && (y as usize) < self.height {
-            let i = 3 * (y as usize * self.width + x as usize);
-            self.pixels[i..i + 3].copy_from_slice(&colour);
-        }
-    }
-
-    pub fn fill_rect(&mut self, x: i64, y: i64, w: i64, h: i64, colour: Rgb) {
-        for yy in y..y + h {
-            for xx in x..x + w {
-                self.set(xx, yy, colour);
-            }
-        }
-    }
-
-    /// A line `thickness` pixels wide (Bresenham, with a square brush).
-    pub fn line(&mut self, from: (i64, i64), to: (i64, i64), colour: Rgb, thickness: i64) {
-        let (mut x, mut y) = from;
-        let (dx, dy) = ((to.0 - x).abs(), -(to.1 - y).abs());
-        let (sx, sy) = (if x < to.0 { 1 } else { -1 }, if y < to.1 { 1 } else { -1 });
-        let mut err = dx + dy;
-        let half = thickness / 2;
-        loop {
-            self.fill_rect(x - half, y - half, thickness, thickness, colour);
-            if (x, y) == to {
-                break;
-            }
-            let e2 = 2 * err;
-            if e2 >= dy {
-                err += dy;
-                x += sx;
-            }
-            if e2 <= dx {
-                err += dx;
-                y += sy;
-            }
-        }
-    }
-
-    /// Text with its top-left corner at `(x, y)`, each font pixel `scale`² screen pixels.
-    pub fn text(&mut self, x: i64, y: i64, text: &str, colour: Rgb, scale: i64) {
-        for (i, c) in text.chars().enumerate() {
-            let rows = glyph(c);
-            let left = x + i as i64 * 6 * scale;
-            for (row, bits) in rows.iter().enumerate() {
-                for col in 0..5 {
-                    if bits & (0x10 >> col) != 0 {
-                        self.fill_rect(
-                            left + col * scale,
-                            y + row as i64 * scale,
-                            scale,
-                            scale,
-                            colour,
-                        );
-                    }
-                }
-            }
-        }
-    }
-
-    pub fn text_width(text: &str, scale: i64) -> i64 {
-        text.chars().count() as i64 * 6 * scale
+    /// Whether any pixel in the rectangle `[x0, x1) × [y0, y1)` has exactly this colour.
+    pub fn contains_colour(
+        &self,
+        colour: RGBColor,
+        (x0, y0, x1, y1): (u32, u32, u32, u32),
+    ) -> bool {
+        (y0..y1.min(self.height))
+            .flat_map(|y| (x0..x1.min(self.width)).map(move |x| (x, y)))
+            .any(|(x, y)| self.pixel(x, y) == [colour.0, colour.1, colour.2])
     }
 
     pub fn write_png(&self, path: &Path) -> std::io::Result<()> {
         let file = std::io::BufWriter::new(std::fs::File::create(path)?);
-        let mut encoder = png::Encoder::new(file, self.width as u32, self.height as u32);
+        let mut encoder = png::Encoder::new(file, self.width, self.height);
         encoder.set_color(png::ColorType::Rgb);
         encoder.set_depth(png::BitDepth::Eight);
         let mut writer = encoder.write_header().map_err(std::io::Error::other)?;
         writer
-            .write_image_data(&self.pixels)
+            .write_image_data(&self.rgb)
             .map_err(std::io::Error::other)
     }
 }
 
-/// Compact number for axis labels.
-pub fn format_value(v: f64) -> String {
-    let a = v.abs();
-    if v.fract() == 0.0 && a < 1e5 {
-        format!("{v:.0}")
-    } else if a != 0.0 && !(0.01..10000.0).contains(&a) {
-        format!("{v:.1e}")
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
-/// One named series of `(x, y)` points.
+/// One named series of `(x, y)` points; non-finite points are left out.
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
 }
 
-/// Draws one line-chart panel (title, y range labels, x range labels, a legend) into the
-/// rectangle `(x, y, w, h)` of `canvas`.
-pub fn line_panel(
-    canvas: &mut Canvas,
-    (x, y, w, h): (i64, i64, i64, i64),
+/// One line chart of a figure.
+pub struct Panel {
+    pub title: String,
+    pub series: Vec<Series>,
+}
+
+/// Names in order of first appearance: the colour of a name is its index here.
+fn names_in_order<'a>(names: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    let mut seen = Vec::new();
+    for name in names {
+        if !seen.contains(&name) {
+            seen.push(name);
+        }
+    }
+    seen
+}
+
+fn colour_of(names: &[&str], name: &str) -> RGBColor {
+    let index = names.iter().position(|n| *n == name).unwrap_or(0);
+    PALETTE[index % PALETTE.len()]
+}
+
+/// The title on the left and a legend entry per name on the right of the header band.
+fn draw_header<DB: DrawingBackend>(
+    header: &DrawingArea<DB, plotters::coord::Shift>,
     title: &str,
-    series: &[Series],
-) {
-    let (left, top, right, bottom) = (x + 70, y + 30, x + w - 15, y + h - 30);
-    canvas.text(x + 10, y + 8, title, BLACK, 2);
-    let all: Vec<(f64, f64)> = series
-        .iter()
-        .flat_map(|s| s.points.iter().copied())
-        .filter(|(a, b)| a.is_finite() && b.is_finite())
-        .collect();
-    canvas.line((left, top), (left, bottom), BLACK, 1);
-    canvas.line((left, bottom), (right, bottom), BLACK, 1);
-    if all.is_empty() {
-        canvas.text(left + 10, top + 10, "no data", BLACK, 1);
-        return;
-    }
-    let bounds = |f: fn(&(f64, f64)) -> f64| {
-        let lo = all.iter().map(f).fold(f64::INFINITY, f64::min);
-        let hi = all.iter().map(f).fold(f64::NEG_INFINITY, f64::max);
-        if hi > lo {
-            (lo, hi)
-        } else {
-            (lo - 0.5, hi + 0.5)
-        }
-    };
-    let ((x0, x1), (y0, y1)) = (bounds(|p| p.0), bounds(|p| p.1));
-    let to_screen = |(px, py): (f64, f64)| {
-        (
-            left + ((px - x0) / (x1 - x0) * (right - left) as f64).round() as i64,
-            bottom - ((py - y0) / (y1 - y0) * (bottom - top) as f64).round() as i64,
+    names: &[&str],
+    line_markers: bool,
+) -> Result<(), PlotError> {
+    let (width, _) = header.dim_in_pixel();
+    header
+        .draw_text(
+            title,
+            &(FONT, 24).into_font().style(FontStyle::Bold).color(&BLACK),
+            (16, 14),
         )
-    };
-    for frac in [0.25, 0.5, 0.75, 1.0] {
-        let gy = bottom - (frac * (bottom - top) as f64) as i64;
-        canvas.line((left + 1, gy), (right, gy), GREY, 1);
-    }
-    for (value, gy) in [(y1, top), (y0, bottom - 7)] {
-        let label = format_value(value);
-        canvas.text(
-            left - 6 - Canvas::text_width(&label, 1),
-            gy,
-            &label,
-            BLACK,
-            1,
-        );
-    }
-    canvas.text(left, bottom + 6, &format_value(x0), BLACK, 1);
-    let last = format_value(x1);
-    canvas.text(
-        right - Canvas::text_width(&last, 1),
-        bottom + 6,
-        &last,
-        BLACK,
-        1,
-    );
-    for (i, s) in series.iter().enumerate() {
-        let colour = PALETTE[i % PALETTE.len()];
-        let points: Vec<(i64, i64)> = s
-            .points
-            .iter()
-            .copied()
-            .filter(|(a, b)| a.is_finite() && b.is_finite())
-            .map(to_screen)
-            .collect();
-        for pair in points.windows(2) {
-            canvas.line(pair[0], pair[1], colour, 2);
+        .map_err(plot_error)?;
+    let label = (FONT, 16).into_font().color(&BLACK);
+    let entry_width = |name: &str| 40 + 9 * name.chars().count() as i32;
+    let total: i32 = names.iter().map(|n| entry_width(n)).sum();
+    let mut x = width as i32 - 16 - total;
+    let y = 48;
+    for name in names {
+        let colour = colour_of(names, name);
+        if line_markers {
+            header
+                .draw(&PathElement::new(
+                    vec![(x, y), (x + 26, y)],
+                    colour.stroke_width(3),
+                ))
+                .map_err(plot_error)?;
+            header
+                .draw(&Circle::new((x + 13, y), 4, colour.filled()))
+                .map_err(plot_error)?;
+        } else {
+            header
+                .draw(&Rectangle::new(
+                    [(x + 4, y - 7), (x + 22, y + 7)],
+                    colour.filled(),
+                ))
+                .map_err(plot_error)?;
         }
-        for &(px, py) in &points {
-            canvas.fill_rect(px - 3, py - 3, 7, 7, colour);
-        }
-        let ly = top + 4 + 12 * i as i64;
-        canvas.fill_rect(right - 90, ly, 10, 7, colour);
-        canvas.text(right - 76, ly, &s.name, BLACK, 1);
+        header
+            .draw_text(
+                name,
+                &label.pos(Pos::new(HPos::Left, VPos::Center)),
+                (x + 32, y),
+            )
+            .map_err(plot_error)?;
+        x += entry_width(name);
+    }
+    Ok(())
+}
+
+fn finite_range(values: impl Iterator<Item = f64> + Clone) -> Option<(f64, f64)> {
+    let finite = values.filter(|v| v.is_finite());
+    let lo = finite.clone().fold(f64::INFINITY, f64::min);
+    let hi = finite.fold(f64::NEG_INFINITY, f64::max);
+    lo.is_finite().then_some((lo, hi))
+}
+
+/// A value as a short label: integers without decimals, otherwise up to three significant
+/// digits.
+pub fn format_value(v: f64) -> String {
+    if v == v.round() && v.abs() < 1e6 {
+        format!("{v:.0}")
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else if v.abs() >= 0.01 {
+        let text = format!("{v:.3}");
+        text.trim_end_matches('0').to_string()
+    } else {
+        format!("{v:.1e}")
     }
 }
 
-/// A horizontal bar chart: one bar per `(label, value)`, scaled to the largest value, with the
-/// value printed at the bar's end. `reference` draws a dashed vertical line (e.g. ratio 1.0).
-pub fn bar_chart(title: &str, bars: &[(String, f64)], reference: Option<f64>) -> Canvas {
-    let label_width = bars
+/// A figure of line charts, `columns` per row, sharing one legend (the series names) in the
+/// header. Each panel's axes fit its finite points; a panel without any says so.
+pub fn line_panels(
+    title: &str,
+    x_label: &str,
+    panels: &[Panel],
+    columns: usize,
+) -> Result<Image, PlotError> {
+    register_fonts();
+    let columns = columns.max(1);
+    let rows = panels.len().div_ceil(columns).max(1);
+    let (panel_width, panel_height) = (480u32, 320u32);
+    let mut image = Image::blank(
+        panel_width * columns as u32,
+        HEADER_HEIGHT + panel_height * rows as u32,
+    );
+    let names = names_in_order(
+        panels
+            .iter()
+            .flat_map(|p| p.series.iter().map(|s| s.name.as_str())),
+    );
+    {
+        let root = BitMapBackend::with_buffer(&mut image.rgb, (image.width, image.height))
+            .into_drawing_area();
+        let (header, body) = root.split_vertically(HEADER_HEIGHT);
+        draw_header(&header, title, &names, true)?;
+        for (panel, area) in panels.iter().zip(body.split_evenly((rows, columns))) {
+            draw_line_panel(&area, panel, x_label, &names)?;
+        }
+        root.present().map_err(plot_error)?;
+    }
+    Ok(image)
+}
+
+fn draw_line_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    panel: &Panel,
+    x_label: &str,
+    names: &[&str],
+) -> Result<(), PlotError> {
+    let points = || panel.series.iter().flat_map(|s| s.points.iter().copied());
+    let (Some((x0, x1)), Some((y0, y1))) = (
+        finite_range(points().filter(|p| p.1.is_finite()).map(|p| p.0)),
+        finite_range(points().filter(|p| p.0.is_finite()).map(|p| p.1)),
+    ) else {
+        area.titled(&panel.title, (FONT, 18)).map_err(plot_error)?;
+        return area
+            .draw_text("no data", &(FONT, 16).into_font().color(&BLACK), (60, 60))
+            .map_err(plot_error);
+    };
+    let pad = |lo: f64, hi: f64, fraction: f64| {
+        let span = if hi > lo { hi - lo } else { lo.abs().max(1.0) };
+        (lo - fraction * span, hi + fraction * span)
+    };
+    let (x0, x1) = pad(x0, x1, 0.03);
+    let (y0, y1) = pad(y0, y1, 0.08);
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.title, (FONT, 18))
+        .margin(12)
+        .x_label_area_size(42)
+        .y_label_area_size(58)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(plot_error)?;
+    let whole_x = x1 - x0 <= 40.0;
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .x_labels(if whole_x {
+            (x1 - x0).ceil() as usize + 1
+        } else {
+            8
+        })
+        .x_label_formatter(&|v| {
+            if v.fract() == 0.0 {
+                format_value(*v)
+            } else {
+                String::new()
+            }
+        })
+        .y_labels(6)
+        .y_label_formatter(&|v| format_value(*v))
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 14))
+        .light_line_style(WHITE)
+        .bold_line_style(RGBColor(225, 225, 225))
+        .draw()
+        .map_err(plot_error)?;
+    for series in &panel.series {
+        let colour = colour_of(names, &series.name);
+        let finite: Vec<(f64, f64)> = series
+            .points
+            .iter()
+            .copied()
+            .filter(|(x, y)| x.is_finite() && y.is_finite())
+            .collect();
+        chart
+            .draw_series(LineSeries::new(finite.clone(), colour.stroke_width(2)))
+            .map_err(plot_error)?;
+        chart
+            .draw_series(PointSeries::of_element(
+                finite,
+                4,
+                colour.filled(),
+                &|c, s, st| EmptyElement::at(c) + Circle::new((0, 0), s, st),
+            ))
+            .map_err(plot_error)?;
+    }
+    Ok(())
+}
+
+/// One group of bars: a label and `(variant, value)` pairs.
+pub struct BarGroup {
+    pub label: String,
+    pub bars: Vec<(String, f64)>,
+}
+
+/// Horizontal bars grouped by label, one colour per variant (legend in the header), the value
+/// printed at each bar's end, and an optional dashed reference line `(value, its name)`.
+pub fn grouped_bars(
+    title: &str,
+    value_label: &str,
+    groups: &[BarGroup],
+    reference: Option<(f64, &str)>,
+) -> Result<Image, PlotError> {
+    register_fonts();
+    let variants = names_in_order(
+        groups
+            .iter()
+            .flat_map(|g| g.bars.iter().map(|(v, _)| v.as_str())),
+    );
+    let slots = variants.len().max(1);
+    let bar_pixels = 16u32;
+    let group_pixels = bar_pixels * slots as u32 + 14;
+    let label_width = groups
         .iter()
-        .map(|(l, _)| Canvas::text_width(l, 1))
+        .map(|g| g.label.chars().count() as u32 * 8 + 24)
         .max()
         .unwrap_or(0)
-        + 20;
-    let (width, row) = (label_width as usize + 520, 18i64);
-    let height = 50 + bars.len() * row as usize + 20;
-    let mut canvas = Canvas::new(width, height);
-    canvas.text(10, 10, title, BLACK, 2);
-    let max = bars
+        .max(60);
+    let mut image = Image::blank(
+        label_width + 620,
+        HEADER_HEIGHT + 70 + group_pixels * groups.len().max(1) as u32,
+    );
+    let max = groups
         .iter()
-        .map(|b| b.1)
-        .chain(reference)
+        .flat_map(|g| g.bars.iter().map(|b| b.1))
+        .chain(reference.map(|r| r.0))
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max)
         .max(f64::MIN_POSITIVE);
-    let span = 400.0;
-    for (i, (label, value)) in bars.iter().enumerate() {
-        let y = 45 + i as i64 * row;
-        canvas.text(10, y + 3, label, BLACK, 1);
-        let len = if value.is_finite() {
-            (value / max * span).round() as i64
-        } else {
-            0
-        };
-        canvas.fill_rect(
-            label_width,
-            y,
-            len.max(1),
-            row - 5,
-            PALETTE[i % PALETTE.len()],
-        );
-        canvas.text(
-            label_width + len + 5,
-            y + 3,
-            &format_value(*value),
-            BLACK,
-            1,
-        );
-    }
-    if let Some(r) = reference {
-        let x = label_width + (r / max * span).round() as i64;
-        let (y0, y1) = (40, 45 + bars.len() as i64 * row);
-        let mut y = y0;
-        while y < y1 {
-            canvas.line((x, y), (x, (y + 4).min(y1)), BLACK, 1);
-            y += 8;
+    {
+        let root = BitMapBackend::with_buffer(&mut image.rgb, (image.width, image.height))
+            .into_drawing_area();
+        let (header, body) = root.split_vertically(HEADER_HEIGHT);
+        draw_header(&header, title, &variants, false)?;
+        let n = groups.len().max(1) as f64;
+        // Group i is centred at y = n - 1 - i, so the first group is at the top.
+        let mut chart = ChartBuilder::on(&body)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(label_width)
+            .build_cartesian_2d(0.0..max * 1.18, -0.5..n - 0.5)
+            .map_err(plot_error)?;
+        chart
+            .configure_mesh()
+            .x_desc(value_label)
+            .x_labels(8)
+            .x_label_formatter(&|v| format_value(*v))
+            // The group labels are drawn below, centred on their groups.
+            .y_labels(0)
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 14))
+            .disable_y_mesh()
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(225, 225, 225))
+            .draw()
+            .map_err(plot_error)?;
+        let group_label = (FONT, 13)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Right, VPos::Center));
+        for (i, group) in groups.iter().enumerate() {
+            let (x, y) = chart.backend_coord(&(0.0, n - 1.0 - i as f64));
+            root.draw_text(&group.label, &group_label, (x - 8, y))
+                .map_err(plot_error)?;
         }
+        let slot_height = 0.8 / slots as f64;
+        let value_style = (FONT, 12)
+            .into_font()
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for (i, group) in groups.iter().enumerate() {
+            let top = n - 1.0 - i as f64 + 0.4;
+            for (variant, value) in &group.bars {
+                let slot = variants.iter().position(|v| v == variant).unwrap_or(0);
+                let (y_top, y_bottom) = (
+                    top - slot as f64 * slot_height,
+                    top - (slot + 1) as f64 * slot_height + 0.02,
+                );
+                let length = if value.is_finite() { *value } else { 0.0 };
+                chart
+                    .draw_series([Rectangle::new(
+                        [(0.0, y_top), (length, y_bottom)],
+                        colour_of(&variants, variant).filled(),
+                    )])
+                    .map_err(plot_error)?;
+                chart
+                    .draw_series([Text::new(
+                        format!("{}×", format_value(*value)),
+                        (length + max * 0.01, (y_top + y_bottom) / 2.0),
+                        value_style.clone(),
+                    )])
+                    .map_err(plot_error)?;
+            }
+        }
+        if let Some((value, name)) = reference {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(value, -0.5), (value, n - 0.5)],
+                    6,
+                    4,
+                    BLACK.stroke_width(1),
+                ))
+                .map_err(plot_error)?;
+            // Above the plotting area, at the line (backend coordinates: drawn on `root`).
+            let (x, y) = chart.backend_coord(&(value, n - 0.5));
+            let style = (FONT, 13)
+                .into_font()
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Bottom));
+            root.draw_text(name, &style, (x, y - 2))
+                .map_err(plot_error)?;
+        }
+        root.present().map_err(plot_error)?;
     }
-    canvas
+    Ok(image)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn text_sets_exactly_the_glyph_pixels() {
-        let mut canvas = Canvas::new(20, 10);
-        canvas.text(0, 0, "1", BLACK, 1);
-        let set: usize = (0..10)
-            .flat_map(|y| (0..20).map(move |x| (x, y)))
-            .filter(|&(x, y)| canvas.pixel(x, y) == BLACK)
-            .count();
-        let expected: u32 = glyph('1').iter().map(|r| r.count_ones()).sum();
-        assert_eq!(set, expected as usize);
-        assert_eq!(canvas.pixel(2, 0), BLACK); // top of the stem
-        assert_eq!(canvas.pixel(0, 0), WHITE);
+    fn panel(title: &str, train: Vec<(f64, f64)>, valid: Vec<(f64, f64)>) -> Panel {
+        Panel {
+            title: title.into(),
+            series: vec![
+                Series {
+                    name: "train".into(),
+                    points: train,
+                },
+                Series {
+                    name: "valid".into(),
+                    points: valid,
+                },
+            ],
+        }
     }
 
     #[test]
-    fn line_reaches_both_ends_and_png_round_trips() {
-        let mut canvas = Canvas::new(16, 8);
-        canvas.line((1, 1), (14, 6), PALETTE[0], 1);
-        assert_eq!(canvas.pixel(1, 1), PALETTE[0]);
-        assert_eq!(canvas.pixel(14, 6), PALETTE[0]);
+    fn every_panel_draws_both_series_and_the_legend_stays_in_the_header() {
+        let rising: Vec<(f64, f64)> = (1..=10).map(|e| (e as f64, e as f64 * 0.1)).collect();
+        let falling: Vec<(f64, f64)> = (1..=10).map(|e| (e as f64, 1.0 / e as f64)).collect();
+        let image = line_panels(
+            "Segmentation on flex",
+            "epoch",
+            &[
+                panel(
+                    "loss",
+                    falling.clone(),
+                    falling.iter().map(|(x, y)| (*x, y + 0.3)).collect(),
+                ),
+                panel("mIoU %", rising.clone(), vec![(1.0, f64::NAN), (2.0, 0.3)]),
+                panel("empty", vec![], vec![]),
+            ],
+            2,
+        )
+        .unwrap();
+        assert_eq!((image.width, image.height), (960, HEADER_HEIGHT + 2 * 320));
+        let (train, valid) = (PALETTE[0], PALETTE[1]);
+        // The legend: both colours in the header band.
+        let header = (0, 0, image.width, HEADER_HEIGHT);
+        assert!(image.contains_colour(train, header) && image.contains_colour(valid, header));
+        // Each data panel holds both series' colours; the empty one neither.
+        let panel_at = |column: u32, row: u32| {
+            let (x0, y0) = (column * 480, HEADER_HEIGHT + row * 320);
+            (x0, y0, x0 + 480, y0 + 320)
+        };
+        for rect in [panel_at(0, 0), panel_at(1, 0)] {
+            assert!(image.contains_colour(train, rect), "{rect:?}");
+            assert!(image.contains_colour(valid, rect), "{rect:?}");
+        }
+        assert!(!image.contains_colour(train, panel_at(0, 1)));
+        // Text is drawn (anti-aliased dark pixels) in the title's place.
+        let dark = (8..40)
+            .flat_map(|y| (16..200).map(move |x| (x, y)))
+            .filter(|&(x, y)| image.pixel(x, y).iter().all(|c| *c < 100))
+            .count();
+        assert!(dark > 100, "{dark} dark pixels in the title");
+    }
+
+    #[test]
+    fn grouped_bars_colour_each_variant_and_scale_to_the_largest_value() {
+        let groups = vec![
+            BarGroup {
+                label: "flex (a) forward".into(),
+                bars: vec![("banded".into(), 0.5), ("dense".into(), 1.5)],
+            },
+            BarGroup {
+                label: "ndarray (a) forward".into(),
+                bars: vec![("dense".into(), 0.25)],
+            },
+        ];
+        let image = grouped_bars(
+            "ratios",
+            "time / baseline",
+            &groups,
+            Some((1.0, "baseline")),
+        )
+        .unwrap();
+        let body = (0, HEADER_HEIGHT, image.width, image.height);
+        assert!(image.contains_colour(PALETTE[0], body));
+        assert!(image.contains_colour(PALETTE[1], body));
+        // Bars start at zero and scale with their value: the longest (dense, 1.5) is three
+        // times the banded one (0.5), within a pixel or two.
+        let extent = |colour: RGBColor| {
+            let xs: Vec<u32> = (HEADER_HEIGHT..image.height)
+                .flat_map(|y| (0..image.width).map(move |x| (x, y)))
+                .filter(|&(x, y)| image.pixel(x, y) == [colour.0, colour.1, colour.2])
+                .map(|(x, _)| x)
+                .collect();
+            (*xs.iter().min().unwrap(), *xs.iter().max().unwrap())
+        };
+        let (banded, dense) = (extent(PALETTE[0]), extent(PALETTE[1]));
+        assert_eq!(banded.0, dense.0, "bars start at zero");
+        let ratio = f64::from(dense.1 - dense.0) / f64::from(banded.1 - banded.0);
+        assert!((ratio - 3.0).abs() < 0.05, "dense / banded length {ratio}");
+    }
+
+    #[test]
+    fn png_round_trips() {
+        let image = line_panels(
+            "t",
+            "x",
+            &[panel("p", vec![(0.0, 1.0), (1.0, 2.0)], vec![])],
+            1,
+        )
+        .unwrap();
         let path = std::env::temp_dir().join(format!("plot-test-{}.png", std::process::id()));
-        canvas.write_png(&path).unwrap();
+        image.write_png(&path).unwrap();
         let decoder =
             png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
         let mut reader = decoder.read_info().unwrap();
         let mut buf = vec![0; reader.output_buffer_size().unwrap()];
         let info = reader.next_frame(&mut buf).unwrap();
-        assert_eq!((info.width, info.height), (16, 8));
-        assert_eq!(&buf[3 * (16 + 1)..3 * (16 + 1) + 3], &PALETTE[0]);
+        assert_eq!((info.width, info.height), (image.width, image.height));
+        assert_eq!(&buf[..image.rgb.len()], &image.rgb[..]);
         std::fs::remove_file(path).unwrap();
     }
 
@@ -373,7 +567,8 @@ mod tests {
     fn format_value_is_compact() {
         assert_eq!(format_value(1234.0), "1234");
         assert_eq!(format_value(12.34), "12.3");
-        assert_eq!(format_value(0.5), "0.500");
+        assert_eq!(format_value(0.5), "0.5");
+        assert_eq!(format_value(0.6198), "0.62");
         assert_eq!(format_value(8.0), "8");
         assert_eq!(format_value(0.0001), "1.0e-4");
     }

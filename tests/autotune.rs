@@ -20,7 +20,7 @@ type Det<B> = DeterministicBackend<B>;
 const AUTOTUNE_BUILD: bool = cfg!(feature = "wgpu-default-features");
 
 fn vulkan() -> burn::backend::wgpu::WgpuDevice {
-    burn_deterministic_suite::wgpu_setup::vulkan_device().expect("a Vulkan adapter")
+    burn_deterministic_suite::wgpu_setup::test_device()
 }
 
 #[test]

@@ -363,7 +363,7 @@ fn child_case() {
 
 #[cfg(feature = "wgpu")]
 fn vulkan() -> burn::backend::wgpu::WgpuDevice {
-    burn_deterministic_suite::wgpu_setup::vulkan_device().expect("a Vulkan adapter")
+    burn_deterministic_suite::wgpu_setup::test_device()
 }
 
 /// A full sum of `n` uniform floats, `REPEATS` times on `B` and through the decorator.

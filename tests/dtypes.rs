@@ -94,9 +94,7 @@ fn wgpu_f32_f16() {
     use burn::backend::Wgpu;
     use burn::tensor::backend::Backend;
     type B = burn::backend::Autodiff<burn_deterministic::DeterministicBackend<Wgpu>>;
-    let Some(device) = burn_deterministic_suite::wgpu_setup::vulkan_device() else {
-        return;
-    };
+    let device = burn_deterministic_suite::wgpu_setup::test_device();
     check::<B>(&device, DType::F32, 1e-5);
     // Burn's own wgpu bicubic kernel computes f16 in f16 (measured 7.8e-3 natively against the
     // f64 reference, where flex's is 3.2e-4); the weights inherit that, then an f16 matmul.

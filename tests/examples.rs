@@ -3,30 +3,64 @@
 //! in two processes and finds identical parameters, the log/plot/config files are written, real
 //! PNG folders load, and bad options fail with a clear message.
 //!
-//! The examples are built by `cargo test` (into `target/<profile>/examples/`) with the features
-//! of the test run, and these tests run those binaries. `cargo test --test examples` alone does
-//! not rebuild the examples: run the whole suite, or `cargo build --examples` with the same
-//! features first.
+//! Each test builds the example it runs (`cargo build --example`, with this test build's
+//! features and profile; nothing to do when `cargo test` already built it) and runs the binary
+//! cargo reports, so a stale example from another build is never what is tested.
 
-use burn_deterministic_suite::experiment::RunLog;
+use burn_deterministic_suite::run_log::RunLog;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// The suite's features enabled in this test build, to build the examples with the same set.
+fn enabled_features() -> Vec<&'static str> {
+    [
+        ("ndarray", cfg!(feature = "ndarray")),
+        ("flex", cfg!(feature = "flex")),
+        ("wgpu", cfg!(feature = "wgpu")),
+        ("cuda", cfg!(feature = "cuda")),
+        ("candle", cfg!(feature = "candle")),
+        ("rocm", cfg!(feature = "rocm")),
+        ("router", cfg!(feature = "router")),
+        ("remote", cfg!(feature = "remote")),
+        ("dispatch", cfg!(feature = "dispatch")),
+        (
+            "wgpu-default-features",
+            cfg!(feature = "wgpu-default-features"),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(name, on)| on.then_some(name))
+    .collect()
+}
+
+/// Builds the example with this test build's features and profile (a no-op when `cargo test`
+/// already built it), and returns the path cargo reports: never a stale binary left from
+/// another build.
 fn example(name: &str) -> PathBuf {
-    // target/<profile>/deps/examples-<hash> -> target/<profile>/examples/<name>
-    let exe = std::env::current_exe().unwrap();
-    let path = exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join("examples")
-        .join(name);
+    static BUILD_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_build_at_a_time = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["build", "--message-format=json", "--example", name])
+        .args(["--no-default-features", "--features"])
+        .arg(enabled_features().join(","));
+    if !cfg!(debug_assertions) {
+        command.arg("--release");
+    }
+    let output = command.output().unwrap();
     assert!(
-        path.is_file(),
-        "{} is missing: cargo test builds the examples",
-        path.display()
+        output.status.success(),
+        "building example {name} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
     );
-    path
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|message| message["target"]["name"] == name)
+        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
+        .unwrap_or_else(|| panic!("cargo reported no executable for example {name}"))
 }
 
 fn output_dir(name: &str) -> PathBuf {
@@ -129,6 +163,26 @@ fn segmentation_learns_and_is_deterministic_across_processes() {
         .map(|r| r.metrics["Loss"])
         .collect();
     assert!(valid_loss.last() < valid_loss.first(), "{valid_loss:?}");
+    // The final metrics are the last validation epoch's (validation runs once, in the learner),
+    // and both splits carry every metric (the curves plot both).
+    let last_valid = &a
+        .epochs
+        .iter()
+        .rfind(|r| r.split == "valid")
+        .unwrap()
+        .metrics;
+    assert_eq!(metric(&a, "mIoU %"), last_valid["mIoU"]);
+    assert_eq!(metric(&a, "loss"), last_valid["Loss"]);
+    let last_train = &a
+        .epochs
+        .iter()
+        .rfind(|r| r.split == "train")
+        .unwrap()
+        .metrics;
+    assert_eq!(
+        last_train.keys().collect::<Vec<_>>(),
+        last_valid.keys().collect::<Vec<_>>()
+    );
     std::fs::remove_dir_all(out).unwrap();
 }
 
@@ -175,9 +229,8 @@ fn depth_learns_and_is_deterministic_across_processes() {
 #[cfg(feature = "wgpu")]
 #[test]
 fn segmentation_on_wgpu_is_deterministic_across_processes() {
-    if burn_deterministic_suite::wgpu_setup::vulkan_device().is_none() {
-        return; // reason printed; CI turns this into a failure
-    }
+    // Fails here, with the reason, when there is no Vulkan adapter.
+    burn_deterministic_suite::wgpu_setup::test_device();
     let out = output_dir("seg-wgpu");
     let args = [
         "--backend",

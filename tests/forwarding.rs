@@ -220,8 +220,6 @@ fn ops_are_bit_identical_through_the_decorator_flex() {
 #[cfg(feature = "wgpu")]
 #[test]
 fn ops_are_bit_identical_through_the_decorator_wgpu() {
-    let Some(device) = burn_deterministic_suite::wgpu_setup::vulkan_device() else {
-        return;
-    };
+    let device = burn_deterministic_suite::wgpu_setup::test_device();
     check::<burn::backend::Autodiff<burn::backend::Wgpu>>(&device);
 }

@@ -133,21 +133,17 @@ mod wgpu {
     use super::*;
     use burn::backend::{Autodiff, Wgpu};
     use burn_deterministic::DeterministicBackend;
-    use burn_deterministic_suite::wgpu_setup::vulkan_device;
+    use burn_deterministic_suite::wgpu_setup::test_device;
 
     #[test]
     fn golden_wgpu_decorator_inside_autodiff() {
-        let Some(device) = vulkan_device() else {
-            return;
-        };
+        let device = test_device();
         check_golden::<Autodiff<DeterministicBackend<Wgpu>>>(&device, WGSL_F64_TOLERANCE);
     }
 
     #[test]
     fn golden_wgpu_decorator_outside_autodiff() {
-        let Some(device) = vulkan_device() else {
-            return;
-        };
+        let device = test_device();
         check_golden::<DeterministicBackend<Autodiff<Wgpu>>>(&device, WGSL_F64_TOLERANCE);
     }
 
@@ -159,7 +155,7 @@ mod wgpu {
     #[cfg(feature = "wgpu-default-features")]
     #[test]
     fn golden_wgpu_fusion_autotune_batched_f32() {
-        let device = vulkan_device().expect("a Vulkan adapter");
+        let device = test_device();
         let default = [("default", DeterministicConfig::default())];
         check_golden_in::<Autodiff<DeterministicBackend<Wgpu>>>(&device, 0.0, &default, |case| {
             case.dtype() == DType::F32 && case.name.contains("_b2c3_")

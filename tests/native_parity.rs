@@ -249,30 +249,24 @@ mod flex {
 mod wgpu {
     use super::*;
     use burn::backend::{Autodiff, Wgpu};
-    use burn_deterministic_suite::wgpu_setup::vulkan_device;
+    use burn_deterministic_suite::wgpu_setup::test_device;
 
     #[test]
     fn matmul_forward_matches_native_wgpu() {
-        let Some(device) = vulkan_device() else {
-            return;
-        };
+        let device = test_device();
         forward_matches_native::<Wgpu>(&device, always());
     }
 
     /// The banded forward's windows are unfolded views, permuted, fed to CubeCL's matmul.
     #[test]
     fn banded_matmul_forward_matches_native_wgpu() {
-        let Some(device) = vulkan_device() else {
-            return;
-        };
+        let device = test_device();
         forward_matches_native::<Wgpu>(&device, always_banded());
     }
 
     #[test]
     fn nearest_adjoint_matches_native_backward_wgpu() {
-        let Some(device) = vulkan_device() else {
-            return;
-        };
+        let device = test_device();
         backward_matches_native::<Autodiff<Wgpu>, Autodiff<DeterministicBackend<Wgpu>>>(
             &device,
             &[InterpolateMode::Nearest],

@@ -67,11 +67,11 @@ const CHILD_ENV: &str = "BD_VISION_CHILD";
 #[ignore = "run as a child process by the reproducibility tests"]
 fn child_prints_hashes() {
     let backend = std::env::var(CHILD_ENV).expect("run by the reproducibility tests");
-    let (seg, depth) = hashes(&backend).expect("backend available in the child");
+    let (seg, depth) = hashes(&backend);
     println!("\nHASHES={seg},{depth}");
 }
 
-fn hashes(backend: &str) -> Option<(String, String)> {
+fn hashes(backend: &str) -> (String, String) {
     match backend {
         #[cfg(feature = "ndarray")]
         "ndarray" => {
@@ -79,33 +79,29 @@ fn hashes(backend: &str) -> Option<(String, String)> {
                 burn_deterministic::DeterministicBackend<burn::backend::NdArray>,
             >;
             let device = burn::backend::ndarray::NdArrayDevice::Cpu;
-            Some((
+            (
                 train_segmentation::<Train>(&device, 3).1,
                 train_depth::<Train>(&device, 3).1,
-            ))
+            )
         }
         #[cfg(feature = "wgpu")]
         "wgpu" => {
             type Train = burn::backend::Autodiff<
                 burn_deterministic::DeterministicBackend<burn::backend::Wgpu>,
             >;
-            let device = burn_deterministic_suite::wgpu_setup::vulkan_device()?;
-            Some((
+            let device = burn_deterministic_suite::wgpu_setup::test_device();
+            (
                 train_segmentation::<Train>(&device, 3).1,
                 train_depth::<Train>(&device, 3).1,
-            ))
+            )
         }
         other => panic!("backend {other} not enabled"),
     }
 }
 
 fn reproducible(backend: &str) {
-    let Some(first) = hashes(backend) else { return };
-    assert_eq!(
-        hashes(backend).unwrap(),
-        first,
-        "{backend}: two runs differ"
-    );
+    let first = hashes(backend);
+    assert_eq!(hashes(backend), first, "{backend}: two runs differ");
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -189,14 +185,12 @@ mod wgpu {
     use super::*;
     use burn::backend::{Autodiff, Wgpu};
     use burn_deterministic::DeterministicBackend;
-    use burn_deterministic_suite::wgpu_setup::vulkan_device;
+    use burn_deterministic_suite::wgpu_setup::test_device;
     type Train = Autodiff<DeterministicBackend<Wgpu>>;
 
     #[test]
     fn both_models_train_through_the_decorator_wgpu() {
-        let Some(device) = vulkan_device() else {
-            return;
-        };
+        let device = test_device();
         assert_learns(
             "segmentation/wgpu",
             &train_segmentation::<Train>(&device, 20).0,
@@ -207,9 +201,7 @@ mod wgpu {
 
     #[test]
     fn plain_wgpu_panics_on_the_same_model() {
-        let Some(device) = vulkan_device() else {
-            return;
-        };
+        let device = test_device();
         let seg = std::panic::catch_unwind(|| train_segmentation::<Autodiff<Wgpu>>(&device, 1));
         let message = panic_message(seg);
         assert!(message.contains("not supported"), "{message}");

@@ -598,60 +598,6 @@ impl Numeric for DepthMetric {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Evaluation outside the learner
-
-/// The items of `data` in order, `batch_size` at a time (the last batch may be smaller).
-fn in_order_batches<I>(
-    data: &impl Dataset<I>,
-    batch_size: usize,
-) -> impl Iterator<Item = Vec<I>> + '_ {
-    let batch_size = batch_size.max(1);
-    (0..data.len()).step_by(batch_size).map(move |start| {
-        (start..(start + batch_size).min(data.len()))
-            .filter_map(|i| data.get(i))
-            .collect()
-    })
-}
-
-/// Runs `model` over `data` in batches of `batch_size` (in order) and returns the mean loss and
-/// the segmentation metrics of the whole split.
-pub fn evaluate_segmentation<B: Backend>(
-    model: &SegmentationNet<B>,
-    data: &impl Dataset<SegmentationSample>,
-    batch_size: usize,
-    device: &B::Device,
-) -> (f64, crate::metrics::SegmentationMetrics) {
-    let mut confusion = Confusion::new(model.classes);
-    let mut loss = EpochLoss::default();
-    for items in in_order_batches(data, batch_size) {
-        let item = model.step_output(SampleBatcher.batch(items, device)).sync();
-        confusion.add(&item.pixels.predicted, &item.pixels.truth);
-        loss.add(&item.loss);
-    }
-    (loss.mean(), confusion.metrics())
-}
-
-/// Runs `model` over `data` in batches of `batch_size` (in order) and returns the mean loss and
-/// the median-scaled depth metrics of the whole split.
-pub fn evaluate_depth<B: Backend>(
-    model: &DepthNet<B>,
-    data: &impl Dataset<DepthSample>,
-    batch_size: usize,
-    device: &B::Device,
-) -> (f64, crate::metrics::DepthMetrics) {
-    let mut accumulator = DepthAccumulator::new(true);
-    let mut loss = EpochLoss::default();
-    for items in in_order_batches(data, batch_size) {
-        let item = model.step_output(SampleBatcher.batch(items, device)).sync();
-        for (p, t) in item.images.predicted.iter().zip(&item.images.truth) {
-            accumulator.add_image(p, t);
-        }
-        loss.add(&item.loss);
-    }
-    (loss.mean(), accumulator.metrics())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,10 +11,26 @@ use core::marker::PhantomData;
 /// It reuses `B`'s tensor primitives and device type, so a `Tensor<DeterministicBackend<B>, D>`
 /// holds exactly `B`'s tensor and forwarding costs nothing.
 ///
-/// ```rust,ignore
+/// ```rust
+/// # #[cfg(feature = "wgpu")] {
 /// use burn::backend::{Autodiff, Wgpu};
-/// type Train = Autodiff<burn_deterministic::DeterministicBackend<Wgpu>>;  // decorator inside autodiff
+/// type Train = Autodiff<burn_deterministic::DeterministicBackend<Wgpu>>; // decorator inside autodiff
 /// type Train2 = burn_deterministic::DeterministicBackend<Autodiff<Wgpu>>; // or outside it
+/// # }
+/// ```
+///
+/// It wraps every `B: Backend`, with no extra bound, so generic code can name it:
+///
+/// ```rust
+/// use burn::tensor::backend::Backend;
+/// use burn::tensor::Tensor;
+/// use burn_deterministic::DeterministicBackend;
+///
+/// fn zeros_through_the_decorator<B: Backend>(device: &B::Device) -> Tensor<DeterministicBackend<B>, 2> {
+///     Tensor::zeros([2, 3], device)
+/// }
+/// # #[cfg(feature = "ndarray")]
+/// # assert_eq!(zeros_through_the_decorator::<burn::backend::NdArray>(&Default::default()).dims(), [2, 3]);
 /// ```
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DeterministicBackend<B> {

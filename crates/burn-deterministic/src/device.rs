@@ -18,7 +18,7 @@ pub enum DeviceKind {
     /// A host CPU backend (ndarray, flex): native kernels are sequential per output element, so
     /// the forward stays native under the `auto` policy.
     Cpu,
-    /// A GPU-style runtime (wgpu, cuda): native resize kernels are missing a backward, and
+    /// A GPU-style runtime (wgpu, cuda, rocm): native resize kernels are missing a backward, and
     /// matmuls are the fast, deterministic path.
     Accelerator,
 }
@@ -131,8 +131,15 @@ static ANY_MARKED: AtomicBool = AtomicBool::new(false);
 /// backend uses it. Call it before the first tensor is created on such a device; marking a
 /// type again replaces its profile. It also overrides the built-in profiles.
 ///
-/// ```rust,ignore
-/// burn_deterministic::mark_device::<MyDevice>(burn_deterministic::DeviceProfile::CPU);
+/// ```rust
+/// use burn_deterministic::{device_profile, mark_device, DeviceKind, DeviceProfile};
+///
+/// /// A device type of a backend in your crate (here a stand-in).
+/// struct MyDevice;
+///
+/// assert_eq!(device_profile(&MyDevice).kind, DeviceKind::Accelerator); // unknown: the safe default
+/// mark_device::<MyDevice>(DeviceProfile::CPU);
+/// assert_eq!(device_profile(&MyDevice).kind, DeviceKind::Cpu);
 /// ```
 pub fn mark_device<D: 'static>(profile: DeviceProfile) {
     let mut marked = MARKED.write().unwrap_or_else(|e| e.into_inner());
@@ -197,10 +204,14 @@ fn built_in(id: TypeId) -> Option<DeviceProfile> {
     if id == TypeId::of::<burn::backend::cuda::CudaDevice>() {
         return Some(cubecl());
     }
+    #[cfg(feature = "rocm")]
+    if id == TypeId::of::<burn::backend::rocm::RocmDevice>() {
+        return Some(cubecl());
+    }
     None
 }
 
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
+#[cfg(any(feature = "wgpu", feature = "cuda", feature = "rocm"))]
 fn cubecl() -> DeviceProfile {
     DeviceProfile {
         kind: DeviceKind::Accelerator,

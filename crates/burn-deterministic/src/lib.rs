@@ -10,8 +10,31 @@
 //! Matmuls use no atomics, so the gradient is bit-for-bit reproducible, and it exists for
 //! bilinear, bicubic and lanczos3, whose native backward panics on most Burn 0.21 backends.
 //!
-//! ```rust,ignore
+//! ```rust
+//! # #[cfg(feature = "wgpu")]
 //! type Train = burn::backend::Autodiff<burn_deterministic::DeterministicBackend<burn::backend::Wgpu>>;
+//! ```
+//!
+//! The backward of a bilinear upsample, which plain `NdArray` refuses ("backward is not
+//! supported"), through the decorator:
+//!
+//! ```rust
+//! # #[cfg(feature = "ndarray")] {
+//! use burn::backend::{Autodiff, NdArray};
+//! use burn::tensor::module::interpolate;
+//! use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
+//! use burn::tensor::{Distribution, Tensor};
+//!
+//! type Train = Autodiff<burn_deterministic::DeterministicBackend<NdArray>>;
+//!
+//! let device = Default::default();
+//! let x = Tensor::<Train, 4>::random([1, 3, 8, 8], Distribution::Default, &device).require_grad();
+//! let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_align_corners(false);
+//! let y = interpolate(x.clone(), [16, 16], options);
+//! let grads = (y.clone() * y).sum().backward();
+//! let dx = x.grad(&grads).expect("x requires a gradient");
+//! assert_eq!(dx.dims(), [1, 3, 8, 8]);
+//! # }
 //! ```
 //!
 //! Beyond resize, the decorator keeps the rest of a training step in a fixed order: full sums

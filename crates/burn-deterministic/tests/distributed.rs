@@ -22,27 +22,25 @@ use std::sync::OnceLock;
 type Det = DeterministicBackend<Wgpu>;
 
 /// The default wgpu device on Vulkan, initialised once per process (a second `init_setup` of
-/// the same device panics); `None` (reason printed) without an adapter, unless
-/// `BURN_DETERMINISTIC_REQUIRE_WGPU=1` (CI), which turns the skip into a failure.
-fn device() -> Option<WgpuDevice> {
-    static FOUND: OnceLock<bool> = OnceLock::new();
+/// the same device panics). Without an adapter the test fails with the reason: a test that
+/// cannot run its check must not report success.
+fn device() -> WgpuDevice {
+    static FOUND: OnceLock<Result<(), String>> = OnceLock::new();
     let device = WgpuDevice::DefaultDevice;
-    let found = *FOUND.get_or_init(|| {
-        std::panic::catch_unwind(|| init_setup::<Vulkan>(&device, Default::default())).is_ok()
+    let found = FOUND.get_or_init(|| {
+        std::panic::catch_unwind(|| init_setup::<Vulkan>(&device, Default::default()))
+            .map(drop)
+            .map_err(|_| "no Vulkan adapter for wgpu".to_string())
     });
-    if found {
-        return Some(device);
+    if let Err(reason) = found {
+        panic!("{reason}: install mesa-vulkan-drivers (software Vulkan), or leave the `wgpu` feature out");
     }
-    if std::env::var("BURN_DETERMINISTIC_REQUIRE_WGPU").is_ok_and(|v| v == "1") {
-        panic!("BURN_DETERMINISTIC_REQUIRE_WGPU=1 but no Vulkan adapter for wgpu");
-    }
-    eprintln!("SKIPPED: no Vulkan adapter for wgpu (install mesa-vulkan-drivers)");
-    None
+    device
 }
 
 #[test]
 fn the_gradient_sync_server_is_the_inner_backends() {
-    let Some(device) = device() else { return };
+    let device = device();
     let config = DistributedConfig {
         all_reduce_op: ReduceOperation::Mean,
     };
@@ -58,7 +56,7 @@ fn the_gradient_sync_server_is_the_inner_backends() {
 
 #[test]
 fn tensor_references_resolve_through_the_inner_backend() {
-    let Some(device) = device() else { return };
+    let device = device();
     let values = vec![1.5f32, -2.0, 3.25];
     let mut tensor = Det::float_from_data(TensorData::new(values.clone(), [3]), &device);
     let reference = TensorRef::<Det>(&mut tensor);

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// Whether CubeCL backends in this build autotune. Cargo unifies features per build, so this
 /// holds for every CubeCL backend of the process. Read off burn-cubecl's convolution strategy,
 /// whose default is `Autotune` exactly when its `autotune` feature is compiled in.
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
+#[cfg(any(feature = "wgpu", feature = "cuda", feature = "rocm"))]
 pub fn compiled_in() -> bool {
     use burn_cubecl::kernel::conv::ConvStrategy;
     !matches!(
@@ -27,7 +27,7 @@ pub fn compiled_in() -> bool {
 }
 
 /// Without a CubeCL backend feature nothing autotunes.
-#[cfg(not(any(feature = "wgpu", feature = "cuda")))]
+#[cfg(not(any(feature = "wgpu", feature = "cuda", feature = "rocm")))]
 pub fn compiled_in() -> bool {
     false
 }
@@ -103,7 +103,7 @@ pub fn on_use<B: Backend>(device: &B::Device) {
 pub enum PinCacheError {
     /// CubeCL read its configuration already (a CubeCL device was used): it cannot change.
     AlreadyConfigured,
-    /// No CubeCL backend feature (wgpu, cuda) in this build.
+    /// No CubeCL backend feature (wgpu, cuda, rocm) in this build.
     NoCubeclBackend,
 }
 
@@ -115,7 +115,7 @@ impl core::fmt::Display for PinCacheError {
                  cache before the first CubeCL device is created",
             ),
             Self::NoCubeclBackend => f.write_str(
-                "burn-deterministic: no CubeCL backend (wgpu, cuda) in this build, nothing to pin",
+                "burn-deterministic: no CubeCL backend (wgpu, cuda, rocm) in this build, nothing to pin",
             ),
         }
     }
@@ -128,7 +128,7 @@ impl std::error::Error for PinCacheError {}
 /// every process tune afresh (what `--check-determinism` in the examples does, so that it
 /// cannot pass by reading one cache). Must run before the first CubeCL device is used; keeps
 /// the rest of CubeCL's configuration as its `cubecl.toml` / environment set it.
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
+#[cfg(any(feature = "wgpu", feature = "cuda", feature = "rocm"))]
 pub fn use_autotune_cache_dir(dir: impl Into<std::path::PathBuf>) -> Result<(), PinCacheError> {
     use burn_cubecl::cubecl::config::{cache::CacheConfig, CubeClRuntimeConfig, RuntimeConfig};
     let mut storage = CubeClRuntimeConfig::storage().lock();
@@ -142,7 +142,7 @@ pub fn use_autotune_cache_dir(dir: impl Into<std::path::PathBuf>) -> Result<(), 
 }
 
 /// Without a CubeCL backend there is no autotune cache to pin.
-#[cfg(not(any(feature = "wgpu", feature = "cuda")))]
+#[cfg(not(any(feature = "wgpu", feature = "cuda", feature = "rocm")))]
 pub fn use_autotune_cache_dir(_dir: impl Into<std::path::PathBuf>) -> Result<(), PinCacheError> {
     Err(PinCacheError::NoCubeclBackend)
 }

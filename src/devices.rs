@@ -1,0 +1,92 @@
+//! Which backend an example trains on, its devices, and burn-train's strategy for them.
+//!
+//! The backend *type* is written in each example (`Autodiff<DeterministicBackend<…>>`); this
+//! module only names the choice on the command line and lists the devices of each backend.
+
+use serde::{Deserialize, Serialize};
+
+/// The inner backend the decorator wraps, each behind its cargo feature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// burn-ndarray on the CPU (feature `ndarray`, on by default).
+    Ndarray,
+    /// burn-flex on the CPU (feature `flex`).
+    Flex,
+    /// wgpu, pinned to the Vulkan API (feature `wgpu`).
+    Wgpu,
+    /// CUDA (feature `cuda`).
+    Cuda,
+}
+
+impl BackendChoice {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ndarray => "ndarray",
+            Self::Flex => "flex",
+            Self::Wgpu => "wgpu",
+            Self::Cuda => "cuda",
+        }
+    }
+
+    /// The error for a backend whose cargo feature this build lacks.
+    pub fn missing_feature(self) -> String {
+        format!(
+            "backend {0} needs the cargo feature `{0}` (add `--features {0}`)",
+            self.name()
+        )
+    }
+}
+
+/// `count` devices of a CPU backend: worker threads on the one CPU device (data-parallel
+/// training runs one per "device").
+pub fn cpu_devices<D: Default + Clone>(count: usize) -> Vec<D> {
+    vec![D::default(); count]
+}
+
+/// Why `--devices` above 1 is refused on wgpu. Found by running it: burn-cubecl 0.21 moves a
+/// tensor to another device with CubeCL's server-to-server transfer (`to_client_tensor`)
+/// whatever the runtime, and CubeCL 0.10's wgpu runtime leaves that transfer
+/// `unimplemented!()` (`comm_init`, `send`, `recv`). The panics happen on the device threads,
+/// and the training went on with garbage: below-chance mIoU, different parameters every run.
+/// The cause lies below the decorator: plain `Wgpu` has it too.
+pub const WGPU_SINGLE_DEVICE: &str = "--devices above 1 is not available on wgpu: Burn 0.21 \
+    cannot move a tensor between two wgpu devices (CubeCL 0.10's wgpu runtime has no \
+    server-to-server transfer), and data-parallel training moves the model and the \
+    gradients between devices";
+
+/// The wgpu device on the Vulkan API (one only, see [`WGPU_SINGLE_DEVICE`]).
+#[cfg(feature = "wgpu")]
+pub fn wgpu_devices(count: usize) -> Result<Vec<burn::backend::wgpu::WgpuDevice>, String> {
+    if count > 1 {
+        return Err(WGPU_SINGLE_DEVICE.into());
+    }
+    let device = crate::wgpu_setup::vulkan_device()
+        .ok_or("no Vulkan adapter for wgpu (install mesa-vulkan-drivers)")?;
+    Ok(vec![device])
+}
+
+/// GPUs `0..count`.
+#[cfg(feature = "cuda")]
+pub fn cuda_devices(count: usize) -> Vec<burn::backend::cuda::CudaDevice> {
+    (0..count)
+        .map(burn::backend::cuda::CudaDevice::new)
+        .collect()
+}
+
+/// The training strategy for `devices`: burn-train's single-device loop for one device, and for
+/// several [`FixedOrderDataParallel`](crate::data_parallel::FixedOrderDataParallel): every
+/// device takes its own batch each step, the gradients are summed on the first device in device
+/// order (burn-train's own `MultiDevice` sums them in the order the workers finish, which with
+/// three or more devices can change the last bits from run to run), the optimizer steps there.
+pub fn training_strategy<LC: burn::train::LearningComponentsTypes + 'static>(
+    devices: Vec<burn::tensor::Device<burn::train::TrainingBackend<LC>>>,
+) -> burn::train::TrainingStrategy<LC> {
+    use burn::train::{ExecutionStrategy, TrainingStrategy};
+    match devices.len() {
+        1 => TrainingStrategy::Default(ExecutionStrategy::SingleDevice(devices[0].clone())),
+        _ => TrainingStrategy::Custom(std::sync::Arc::new(
+            crate::data_parallel::FixedOrderDataParallel::new(devices),
+        )),
+    }
+}
