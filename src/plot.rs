@@ -190,9 +190,7 @@ fn finite_range(values: impl Iterator<Item = f64> + Clone) -> Option<(f64, f64)>
 /// A value as a short label: integers without decimals, otherwise up to three significant
 /// digits.
 pub fn format_value(v: f64) -> String {
-    if v == v.round() && v.abs() < 1e6 {
-        format!("{v:.0}")
-    } else if v.abs() >= 100.0 {
+    if (v == v.round() && v.abs() < 1e6) || v.abs() >= 100.0 {
         format!("{v:.0}")
     } else if v.abs() >= 10.0 {
         format!("{v:.1}")
@@ -334,7 +332,13 @@ pub fn grouped_bars(
             .iter()
             .flat_map(|g| g.bars.iter().map(|(v, _)| v.as_str())),
     );
-    let slots = variants.len().max(1);
+    // Each group stacks its own bars around its centre; the group height fits the largest.
+    let slots = groups
+        .iter()
+        .map(|g| g.bars.len())
+        .max()
+        .unwrap_or(1)
+        .max(1);
     let bar_pixels = 16u32;
     let group_pixels = bar_pixels * slots as u32 + 14;
     let label_width = groups
@@ -396,9 +400,8 @@ pub fn grouped_bars(
             .color(&BLACK)
             .pos(Pos::new(HPos::Left, VPos::Center));
         for (i, group) in groups.iter().enumerate() {
-            let top = n - 1.0 - i as f64 + 0.4;
-            for (variant, value) in &group.bars {
-                let slot = variants.iter().position(|v| v == variant).unwrap_or(0);
+            let top = n - 1.0 - i as f64 + slot_height * group.bars.len() as f64 / 2.0;
+            for (slot, (variant, value)) in group.bars.iter().enumerate() {
                 let (y_top, y_bottom) = (
                     top - slot as f64 * slot_height,
                     top - (slot + 1) as f64 * slot_height + 0.02,
@@ -412,7 +415,7 @@ pub fn grouped_bars(
                     .map_err(plot_error)?;
                 chart
                     .draw_series([Text::new(
-                        format!("{}×", format_value(*value)),
+                        format!("{value:.2}×"),
                         (length + max * 0.01, (y_top + y_bottom) / 2.0),
                         value_style.clone(),
                     )])
