@@ -84,9 +84,12 @@ fn main() -> std::process::ExitCode {
         #[cfg(feature = "ndarray")]
         BackendChoice::Ndarray => errors::<burn::backend::NdArray>(&Default::default()),
         #[cfg(feature = "wgpu")]
-        BackendChoice::Wgpu => match burn_deterministic_suite::wgpu_setup::vulkan_device() {
-            Some(device) => errors::<burn::backend::Wgpu>(&device),
-            None => return std::process::ExitCode::from(2),
+        BackendChoice::Wgpu => match burn_deterministic_suite::devices::wgpu_devices(1) {
+            Ok(devices) => errors::<burn::backend::Wgpu>(&devices[0]),
+            Err(message) => {
+                eprintln!("error: {message}");
+                return std::process::ExitCode::from(2);
+            }
         },
         #[cfg(feature = "cuda")]
         BackendChoice::Cuda => errors::<burn::backend::Cuda>(&Default::default()),

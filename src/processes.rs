@@ -87,10 +87,10 @@ pub const AUTOTUNE_CACHE_ENV: &str = "BD_AUTOTUNE_CACHE_DIR";
 /// CubeCL backend). Call first thing in a child process.
 pub fn pin_autotune_cache_from_env() {
     if let Ok(dir) = std::env::var(AUTOTUNE_CACHE_ENV) {
-        #[cfg(any(feature = "wgpu", feature = "cuda"))]
+        #[cfg(any(feature = "wgpu", feature = "cuda", feature = "rocm"))]
         burn_deterministic::determinism::use_autotune_cache_dir(&dir)
             .unwrap_or_else(|e| panic!("{AUTOTUNE_CACHE_ENV}={dir}: {e}"));
-        #[cfg(not(any(feature = "wgpu", feature = "cuda")))]
+        #[cfg(not(any(feature = "wgpu", feature = "cuda", feature = "rocm")))]
         let _ = dir;
     }
 }
