@@ -3,7 +3,8 @@
 //! Router, Dispatch and Remote run on this machine (over ndarray and flex): their devices are
 //! unknown to the decorator, so it takes them as accelerators (matmul forward and backward,
 //! every fixed-order rewrite), and a bilinear upsample trains through
-//! `Autodiff<DeterministicBackend<…>>` — reproducibly, and to the losses of the same fit on the
+//! `Autodiff<DeterministicBackend<…>>` — with the same bits in two runs in one process (not
+//! compared across processes), and to the losses of the same fit on the
 //! plain CPU backend underneath. Where the plain backend cannot train it (ndarray underneath),
 //! the test shows the panic. ROCm builds here (HIP is loaded at run time) but no AMD GPU is
 //! present: its alias is compile-checked, and its device profile is CubeCL's. (`burn/rocm`
@@ -182,7 +183,7 @@ mod remote {
     }
 
     /// Flex has a native bilinear backward, so the plain remote backend trains too; the
-    /// decorator gives the same losses, reproducibly, over the network.
+    /// decorator gives the same losses (two runs in one process, same bits), over the network.
     #[test]
     fn remote_trains_through_the_decorator() {
         let device = flex_server();
