@@ -1,0 +1,47 @@
+//! The engine of `burn-deterministic` that does not depend on Burn: everything about a separable
+//! resize that is arithmetic on sizes and weights, not tensors.
+//!
+//! A 2-D resize of `x: [N, C, H, W]` to `[N, C, P, Q]` is, per axis, a linear map: for every
+//! mode Burn implements, `y[n, c] = Wh · x[n, c] · Wwᵀ` with `Wh: [P, H]` and `Ww: [Q, W]`; its
+//! adjoint is `dx[n, c] = Whᵀ · g[n, c] · Ww`. The front doors (`burn-deterministic` for Burn
+//! 0.21, a backend decorator; a tensor-level crate for Burn 0.22 and later) hold the tensors and
+//! run the GEMMs. This crate gives them, for one axis:
+//!
+//! - [`tap_window`]: where an output's taps may land, before any weight is known;
+//! - [`decode_axis`]: every weight of `W`, decoded from the response of the backend's own
+//!   kernel to a few impulse channels ([`comb`]), checked exactly;
+//! - [`BandShape`] and [`band_shapes`]: the banded layout of `W` and `Wᵀ`;
+//! - [`Cost`] and [`AxisEstimate`]: the one count of bytes and multiply-adds;
+//! - [`WeightCache`]: built maps kept per geometry, bounded.
+
+mod cache;
+mod cost;
+mod geometry;
+mod taps;
+mod weights;
+
+pub use cache::{Built, CacheKey, CacheStats, WeightCache};
+pub use cost::{band_entries, product, reading_bytes, AxisEstimate, Cost};
+pub use geometry::{band_shapes, BandShape, Layout, Stride};
+pub use taps::tap_window;
+pub use weights::{comb, decode_axis, AxisWeights};
+
+/// The interpolation algorithm of one axis (the union of what Burn's versions implement).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// `floor(o · in / out)`: Burn's (and OpenCV's legacy) nearest.
+    Nearest,
+    /// `floor((o + ½) · in / out)`: PyTorch's `nearest-exact` (Burn 0.22 and later).
+    NearestExact,
+    Bilinear,
+    Bicubic,
+    Lanczos3,
+}
+
+/// What an axis' weights depend on besides its sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Resampling {
+    pub mode: Mode,
+    /// Input and output aligned by their corner pixels, else half-pixel centres.
+    pub align_corners: bool,
+}

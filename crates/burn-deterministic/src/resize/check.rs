@@ -1,0 +1,191 @@
+//! What is checked before any kernel runs, so that bad input fails with a message that names
+//! the problem instead of deep inside a kernel: the input and output sizes, the dtype, and each
+//! axis' layout (dense or banded) with its weights within `max_weight_bytes`, by the cost model.
+
+use super::resampling;
+use crate::config::{DeterministicConfig, WeightLayout};
+use crate::ResizeError;
+use burn_backend::ops::InterpolateOptions;
+use burn_backend::tensor::FloatTensor;
+use burn_backend::{Backend, DType, TensorMetadata};
+use burn_deterministic_core::{product, reading_bytes, AxisEstimate, Layout};
+
+/// Checks that `x` can be resized to `output_size` under `config`, returning its dims
+/// `[N, C, H, W]`. Runs before any kernel, so bad input fails with a message that names the
+/// problem instead of deep inside a kernel; this includes weights that would not fit in
+/// `max_weight_bytes` in any layout.
+pub fn check_resize<B: Backend>(
+    x: &FloatTensor<B>,
+    output_size: [usize; 2],
+    options: &InterpolateOptions,
+    config: &DeterministicConfig,
+) -> Result<[usize; 4], ResizeError> {
+    check::<B>(x, output_size, options, config).map(|c| c.dims)
+}
+
+/// What [`check_resize`] established: the dims and each axis' layout.
+pub(super) struct Checked {
+    pub dims: [usize; 4],
+    pub layouts: [Layout; 2],
+}
+
+pub(super) fn checked<B: Backend>(
+    x: &FloatTensor<B>,
+    output_size: [usize; 2],
+    options: &InterpolateOptions,
+    config: &DeterministicConfig,
+) -> Checked {
+    check::<B>(x, output_size, options, config).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn check<B: Backend>(
+    x: &FloatTensor<B>,
+    output_size: [usize; 2],
+    options: &InterpolateOptions,
+    config: &DeterministicConfig,
+) -> Result<Checked, ResizeError> {
+    config.validate().map_err(ResizeError::InvalidConfig)?;
+    let dims = check_input::<B>(x, output_size)?;
+    let dtype = x.dtype();
+    let height = choose_layout("height", dims[2], output_size[0], options, dtype, config)?;
+    let width = choose_layout("width", dims[3], output_size[1], options, dtype, config)?;
+    Ok(Checked {
+        dims,
+        layouts: [height, width],
+    })
+}
+
+/// The input and output sizes alone: what every path needs, the native one included (`B`'s
+/// kernels fail on these too, deep inside, with messages that do not name the problem).
+pub(super) fn check_input<B: Backend>(
+    x: &FloatTensor<B>,
+    output_size: [usize; 2],
+) -> Result<[usize; 4], ResizeError> {
+    let shape = x.shape().to_vec();
+    let dims: [usize; 4] =
+        shape
+            .clone()
+            .try_into()
+            .map_err(|_| ResizeError::NotFourDimensional {
+                shape: shape.clone(),
+            })?;
+    if dims.contains(&0) {
+        return Err(ResizeError::EmptyInput { shape });
+    }
+    if output_size.contains(&0) {
+        return Err(ResizeError::EmptyOutput { output_size });
+    }
+    let dtype = x.dtype();
+    let device = B::float_device(x);
+    if !accepts_dtype(dtype, B::supports_dtype(&device, dtype)) {
+        return Err(ResizeError::UnsupportedDtype {
+            dtype,
+            backend: B::name(&device),
+        });
+    }
+    // Rust allocations are limited to `isize::MAX` bytes; so is every backend's output buffer.
+    let output_bytes = product(&[
+        dims[0],
+        dims[1],
+        output_size[0],
+        output_size[1],
+        dtype.size(),
+    ]);
+    if output_bytes > isize::MAX as u64 {
+        return Err(ResizeError::OutputTooLarge { shape, output_size });
+    }
+    Ok(dims)
+}
+
+/// Dense or banded for one axis. `auto` takes banded when it saves at least
+/// `banded_min_gain`× the dense multiply-adds, or when the dense weights exceed
+/// `max_weight_bytes`; either layout must fit in `max_weight_bytes`.
+fn choose_layout(
+    axis: &'static str,
+    input: usize,
+    output: usize,
+    options: &InterpolateOptions,
+    dtype: DType,
+    config: &DeterministicConfig,
+) -> Result<Layout, ResizeError> {
+    let banded = Layout::Banded {
+        block_size: config.block_size,
+    };
+    // Every layout holds at least one weight per output and one per input (and reading them
+    // off the kernel, a response of that size): refuse what cannot fit before estimating,
+    // which allocates per output.
+    let floor = reading_bytes(1, input, output, dtype.size());
+    if floor > config.max_weight_bytes {
+        return Err(ResizeError::WeightsTooLarge {
+            axis,
+            input,
+            output,
+            layout: "any layout".into(),
+            bytes: floor,
+            limit: config.max_weight_bytes,
+        });
+    }
+    let estimate =
+        AxisEstimate::new(input, output, resampling(options)).ok_or(ResizeError::HostMemory {
+            axis,
+            input,
+            output,
+        })?;
+    let fits = |layout| estimate.peak_bytes(layout, dtype.size()) <= config.max_weight_bytes;
+    let choice = match config.layout {
+        WeightLayout::Dense => Layout::Dense,
+        WeightLayout::Banded => banded,
+        WeightLayout::Auto => {
+            let dense_macs = estimate.cost(Layout::Dense, dtype.size()).macs;
+            let banded_macs = estimate.cost(banded, dtype.size()).macs;
+            let saves = dense_macs as f64 >= config.banded_min_gain * banded_macs as f64;
+            if saves || !fits(Layout::Dense) {
+                banded
+            } else {
+                Layout::Dense
+            }
+        }
+    };
+    if fits(choice) {
+        return Ok(choice);
+    }
+    let bytes = estimate.peak_bytes(choice, dtype.size());
+    Err(ResizeError::WeightsTooLarge {
+        axis,
+        input,
+        output,
+        layout: format!("{choice:?}"),
+        bytes,
+        limit: config.max_weight_bytes,
+    })
+}
+
+/// Whether `dtype` qualifies for the rewrite: the weights are built in it and multiplied by
+/// `B`'s matmul, so only float dtypes `B` supports do. (The backends available today refuse to
+/// create the others; the check keeps an exotic inner backend from failing inside a kernel.)
+fn accepts_dtype(dtype: DType, supported_by_backend: bool) -> bool {
+    dtype.is_float() && supported_by_backend
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_supported_float_dtypes_are_accepted() {
+        assert!(accepts_dtype(DType::F32, true));
+        assert!(accepts_dtype(DType::F16, true));
+        assert!(!accepts_dtype(DType::BF16, false));
+        assert!(!accepts_dtype(DType::I32, true));
+        let message = ResizeError::UnsupportedDtype {
+            dtype: DType::BF16,
+            backend: "wgpu<wgsl>".into(),
+        }
+        .to_string();
+        assert_eq!(
+            message,
+            "burn-deterministic interpolate: dtype BF16 is not a float dtype that backend \
+             wgpu<wgsl> supports"
+        );
+    }
+}
