@@ -7,7 +7,7 @@
 //! limit", never a wrapped small number.
 
 use crate::geometry::{band_shapes, BandShape, Layout};
-use crate::{tap_window, Resampling};
+use crate::{tap_windows, Resampling};
 use core::ops::Range;
 
 /// What one axis map costs.
@@ -83,15 +83,12 @@ pub struct AxisEstimate {
 
 impl AxisEstimate {
     /// `None` when the host cannot hold the per-output windows (an absurd size with a raised
-    /// `max_weight_bytes`): reserved up front, so that fails as a value, not an abort.
+    /// `max_weight_bytes`; see [`tap_windows`]).
     pub fn new(input: usize, output: usize, resampling: Resampling) -> Option<Self> {
-        let mut taps = Vec::new();
-        taps.try_reserve_exact(output).ok()?;
-        taps.extend((0..output).map(|o| tap_window(o, input, output, resampling)));
         Some(Self {
             input,
             output,
-            taps,
+            taps: tap_windows(input, output, resampling)?,
         })
     }
 

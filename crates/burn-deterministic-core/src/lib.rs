@@ -7,7 +7,8 @@
 //! 0.21, a backend decorator; a tensor-level crate for Burn 0.22 and later) hold the tensors and
 //! run the GEMMs. This crate gives them, for one axis:
 //!
-//! - [`tap_window`]: where an output's taps may land, before any weight is known;
+//! - [`tap_window`], [`tap_windows`]: where an output's taps may land, before any weight is
+//!   known;
 //! - [`decode_axis`]: every weight of `W`, decoded from the response of the backend's own
 //!   kernel to a few impulse channels ([`comb`]), checked exactly;
 //! - [`BandShape`] and [`band_shapes`]: the banded layout of `W` and `Wᵀ`;
@@ -23,7 +24,7 @@ mod weights;
 pub use cache::{Built, CacheKey, CacheStats, WeightCache};
 pub use cost::{band_entries, product, reading_bytes, AxisEstimate, Cost};
 pub use geometry::{band_shapes, BandShape, Layout, Stride};
-pub use taps::tap_window;
+pub use taps::{tap_window, tap_windows};
 pub use weights::{comb, decode_axis, AxisWeights};
 
 /// The interpolation algorithm of one axis (the union of what Burn's versions implement).

@@ -35,6 +35,19 @@ pub fn tap_window(o: usize, input: usize, output: usize, resampling: Resampling)
     first..last.max(first) + 1
 }
 
+/// [`tap_window`] of every output, or `None` when the host cannot hold one window per output
+/// (an absurd output size): reserved up front, so that fails as a value, not an abort.
+pub fn tap_windows(
+    input: usize,
+    output: usize,
+    resampling: Resampling,
+) -> Option<Vec<Range<usize>>> {
+    let mut windows = Vec::new();
+    windows.try_reserve_exact(output).ok()?;
+    windows.extend((0..output).map(|o| tap_window(o, input, output, resampling)));
+    Some(windows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,7 +7,7 @@ use super::resampling;
 use burn_backend::ops::InterpolateOptions;
 use burn_backend::tensor::FloatTensor;
 use burn_backend::{Backend, DType, TensorData, TensorMetadata};
-use burn_deterministic_core::{comb, decode_axis, tap_window, AxisWeights};
+use burn_deterministic_core::{comb, decode_axis, tap_windows, AxisWeights};
 use core::ops::Range;
 
 /// Reads every weight of one axis (`input → output`) off `B::interpolate`, in `dtype`.
@@ -23,9 +23,9 @@ pub(crate) fn read_axis<B: Backend>(
     dtype: DType,
     device: &B::Device,
 ) -> AxisWeights {
-    let windows: Vec<_> = (0..output)
-        .map(|o| tap_window(o, input, output, resampling(options)))
-        .collect();
+    // The sizes passed `check_resize`, which holds the same windows (`AxisEstimate`).
+    let windows = tap_windows(input, output, resampling(options))
+        .expect("tap windows of a checked resize fit in host memory");
     let widest = windows.iter().map(|w| w.len()).max().unwrap_or(1);
     let lacking = (core::any::type_name::<B>(), format!("{:?}", options.mode));
     if !host_reference::lacks_kernel(&lacking) {
