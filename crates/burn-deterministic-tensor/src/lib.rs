@@ -1,0 +1,58 @@
+//! Deterministic, trainable 2-D interpolate for **Burn 0.22 and later**.
+//!
+//! Burn 0.22 removed the backend type parameter (`Tensor<D>`, backends chosen at run time by
+//! `Device`), so no backend decorator can plug in there; this crate is the tensor-level front
+//! door of `burn-deterministic` instead. [`interpolate`] has the signature of
+//! `burn::tensor::module::interpolate` and [`Interpolate2d`] is a drop-in for
+//! `burn::nn::interpolate::Interpolate2d`:
+//!
+//! ```rust,ignore
+//! use burn_deterministic_tensor::interpolate;
+//! let y = interpolate(x, InterpolateOptions::new(InterpolateMode::Bilinear).with_scale_factor([4.0, 4.0]));
+//! ```
+//!
+//! A 2-D resize is separable: `y[n, c] = Wh · x[n, c] · Wwᵀ`. Each axis' weights are read off
+//! Burn's own forward kernel on the tensor's device (a few impulse channels through
+//! `burn::tensor::module::interpolate`, decoded exactly by `burn-deterministic-core`), so they
+//! are the weights Burn computes. The resize is then two matmuls with constant weights, and
+//! Burn's autodiff derives the backward from them: `dx[n, c] = Whᵀ · g[n, c] · Ww`, the exact
+//! adjoint, as GEMMs, with no atomics. That is a backward where Burn 0.22 has none (CubeCL
+//! panics on bilinear, bicubic and lanczos3, flex on lanczos3), reproducible bit for bit.
+//!
+//! Every mode and option Burn 0.22 accepts is supported (nearest, nearest-exact, bilinear,
+//! bicubic, lanczos3; `align_corners` either way; `output_size` or `scale_factor`); options Burn
+//! would panic on are refused by [`try_interpolate`] with a [`ResizeError`] naming the problem,
+//! and so is a mode the device's backend has no forward kernel for (there are no weights to
+//! read: flex 0.22.1 has no nearest-exact, wgpu has).
+
+mod error;
+mod module;
+mod separable;
+mod weights;
+
+pub use error::ResizeError;
+pub use module::{Interpolate2d, Interpolate2dConfig};
+pub use separable::{cache_stats, reset_cache, CacheStats};
+
+use burn::tensor::ops::InterpolateOptions;
+use burn::tensor::Tensor;
+
+/// `burn::tensor::module::interpolate`, deterministic and with a backward for every mode.
+///
+/// # Panics
+///
+/// Where Burn's `interpolate` panics (neither or both of `output_size` and `scale_factor` set,
+/// a size that rounds to zero), with the message of [`try_interpolate`]'s error.
+pub fn interpolate(x: Tensor<4>, options: InterpolateOptions) -> Tensor<4> {
+    try_interpolate(x, options).unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// [`interpolate`], with bad options returned as an error before any kernel runs.
+pub fn try_interpolate(
+    x: Tensor<4>,
+    options: InterpolateOptions,
+) -> Result<Tensor<4>, ResizeError> {
+    let [_, _, h, w] = x.dims();
+    let output = error::output_size([h, w], &options)?;
+    separable::resize(x, output, &options)
+}

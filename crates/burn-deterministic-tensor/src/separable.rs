@@ -1,0 +1,127 @@
+//! The resize as two matmuls with constant weights: `y[n, c] = Wh · x[n, c] · Wwᵀ`.
+//!
+//! This is mechanism (a) of the issue: tensor ops only. Burn's autodiff differentiates the two
+//! matmuls, so the backward is `dx[n, c] = Whᵀ · g[n, c] · Ww` — the exact adjoint, as GEMMs
+//! of the backend, with no atomics and no accumulation order left to a scheduler.
+
+use crate::weights::read_axis;
+use crate::ResizeError;
+use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
+use burn::tensor::{DType, Device, Tensor, TensorData};
+use burn_deterministic_core::{
+    product, AxisWeights, Built, CacheKey, Layout, Mode, Resampling, WeightCache,
+};
+use std::any::TypeId;
+
+pub use burn_deterministic_core::CacheStats;
+
+static CACHE: WeightCache = WeightCache::new();
+
+/// Axis maps kept at most (each is one `[out, in]` matrix on one device).
+const CACHE_MAX_ENTRIES: usize = 64;
+/// Device bytes the cached maps may hold together.
+const CACHE_MAX_BYTES: u64 = 512 << 20;
+/// The largest single weight matrix built (bytes): a dense `[out, in]` map is `out · in`
+/// entries, so a resize far beyond image sizes is refused instead of exhausting the device.
+const MAX_MATRIX_BYTES: u64 = 1 << 30;
+
+/// The weight cache's counters (hits, misses, bytes held, ...).
+pub fn cache_stats() -> CacheStats {
+    CACHE.stats()
+}
+
+/// Drops every cached weight matrix and zeroes the counters.
+pub fn reset_cache() {
+    CACHE.reset()
+}
+
+/// `x: [N, C, H, W] → [N, C, P, Q]`.
+pub(crate) fn resize(
+    x: Tensor<4>,
+    [p, q]: [usize; 2],
+    options: &InterpolateOptions,
+) -> Result<Tensor<4>, ResizeError> {
+    let [_, _, h, w] = x.dims();
+    let (device, dtype) = (x.device(), x.dtype());
+    let wh = axis_matrix(h, p, options, dtype, &device)?.unsqueeze::<4>(); // [1, 1, P, H]
+    let ww_t = axis_matrix(w, q, options, dtype, &device)?
+        .transpose()
+        .unsqueeze::<4>(); // [1, 1, W, Q]
+                           // Either order is a fixed sequence of GEMMs; take the one with fewer multiply-adds.
+    let width_first = product(&[h, w, q]) + product(&[p, h, q]);
+    let height_first = product(&[p, h, w]) + product(&[p, w, q]);
+    Ok(if width_first <= height_first {
+        wh.matmul(x.matmul(ww_t))
+    } else {
+        wh.matmul(x).matmul(ww_t)
+    })
+}
+
+/// The dense map `W: [output, input]` of one axis, on `device` in `dtype`, from the cache or
+/// read off Burn's kernel.
+fn axis_matrix(
+    input: usize,
+    output: usize,
+    options: &InterpolateOptions,
+    dtype: DType,
+    device: &Device,
+) -> Result<Tensor<2>, ResizeError> {
+    let bytes = (input as u64)
+        .checked_mul(output as u64)
+        .and_then(|n| n.checked_mul(dtype.size() as u64));
+    if bytes.is_none_or(|bytes| bytes > MAX_MATRIX_BYTES) {
+        return Err(ResizeError::TooLarge {
+            rows: output,
+            columns: input,
+        });
+    }
+    // Kept outside autodiff: combined with an autodiff `x`, a constant of the graph; one cached
+    // matrix serves plain and autodiff tensors of the device.
+    let device = &device.clone().inner();
+    let resampling = resampling(options);
+    let key = CacheKey {
+        backend: TypeId::of::<Tensor<2>>(),
+        device: format!("{device:?}"),
+        dtype: format!("{dtype:?}"),
+        input,
+        output,
+        resampling,
+        layout: Layout::Dense,
+    };
+    CACHE.get_or_build(key, CACHE_MAX_ENTRIES, CACHE_MAX_BYTES, || {
+        let read = read_axis(input, output, resampling, options, dtype, device);
+        let bytes = product(&[input, output, dtype.size()]);
+        Built {
+            // A failed read is returned, never kept (over any byte bound).
+            kept_bytes: if read.is_ok() { bytes } else { u64::MAX },
+            map: read.map(|weights| dense(&weights, output, dtype, device)),
+            peak_bytes: bytes,
+        }
+    })
+}
+
+/// The decoded weights as a dense `[output, input]` tensor.
+fn dense(weights: &AxisWeights, output: usize, dtype: DType, device: &Device) -> Tensor<2> {
+    let input = weights.input;
+    let mut values = vec![0.0f64; output * input];
+    for (o, (first, taps)) in weights.columns.iter().enumerate() {
+        values[o * input + first..][..taps.len()].copy_from_slice(taps);
+    }
+    // The weights were read in `dtype` and are exact in it: the conversion back is lossless.
+    Tensor::from_data(TensorData::new(values, [output, input]), (device, dtype))
+}
+
+/// Burn 0.22's options as the core's per-axis resampling.
+pub(crate) fn resampling(options: &InterpolateOptions) -> Resampling {
+    let mode = match options.mode {
+        InterpolateMode::Nearest => Mode::Nearest,
+        InterpolateMode::NearestExact => Mode::NearestExact,
+        InterpolateMode::Bilinear => Mode::Bilinear,
+        InterpolateMode::Bicubic => Mode::Bicubic,
+        InterpolateMode::Lanczos3 => Mode::Lanczos3,
+    };
+    Resampling {
+        mode,
+        align_corners: options.align_corners,
+    }
+}

@@ -1,0 +1,301 @@
+//! The front door's contract on flex, against Burn 0.22.1's own kernels: forward equal to
+//! Burn's `interpolate` for every mode and option, the backward its exact adjoint (also where
+//! Burn has none), the dtype kept, Burn's size rules, and bad options refused by name.
+
+mod common;
+
+use burn::nn::interpolate::{Interpolate2dConfig as BurnConfig, InterpolateMode as NnMode};
+use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
+use burn::tensor::{DType, Device, Tensor};
+use burn_deterministic_tensor::{
+    cache_stats, interpolate, try_interpolate, Interpolate2d, Interpolate2dConfig, ResizeError,
+};
+use common::{max_scaled_error, tensor, uniform, values};
+
+/// Every mode flex 0.22.1 has a forward kernel for (nearest-exact: on wgpu, below).
+const MODES: [InterpolateMode; 4] = [
+    InterpolateMode::Nearest,
+    InterpolateMode::Bilinear,
+    InterpolateMode::Bicubic,
+    InterpolateMode::Lanczos3,
+];
+
+/// `[h, w] → [p, q]`: up, down, mixed per axis, identity, and size-one axes.
+const SIZES: [([usize; 2], [usize; 2]); 6] = [
+    ([5, 7], [11, 4]),
+    ([16, 16], [37, 64]),
+    ([37, 29], [8, 13]),
+    ([6, 6], [6, 6]),
+    ([1, 5], [4, 1]),
+    ([9, 1], [1, 9]),
+];
+
+fn input(seed: u64, [h, w]: [usize; 2], dtype: DType, device: &Device) -> Tensor<4> {
+    tensor(&uniform(seed, 2 * 3 * h * w), [2, 3, h, w], dtype, device)
+}
+
+#[test]
+fn forward_matches_burns_kernel_for_every_mode_and_option() {
+    let device = Device::flex();
+    for mode in MODES {
+        for align_corners in [false, true] {
+            for (seed, (from, to)) in SIZES.into_iter().enumerate() {
+                let options = InterpolateOptions::new(mode.clone())
+                    .with_align_corners(align_corners)
+                    .with_output_size(to);
+                let x = input(seed as u64, from, DType::F64, &device);
+                let ours = values(interpolate(x.clone(), options.clone()));
+                let burn = values(burn::tensor::module::interpolate(x, options.clone()));
+                let error = max_scaled_error(&ours, &burn);
+                assert!(
+                    error <= 1e-12,
+                    "{options:?} {from:?}→{to:?}: error {error:e}"
+                );
+            }
+        }
+    }
+}
+
+/// `⟨A x, g⟩ = ⟨x, Aᵀ g⟩` with `A` Burn's own forward kernel and `Aᵀ g` this crate's backward:
+/// the gradient is the adjoint of the map Burn computes, for every mode (lanczos3 and
+/// nearest-exact have no PyTorch golden vectors; Burn 0.22.1 has no lanczos3 backward).
+#[test]
+fn backward_is_the_adjoint_of_burns_forward_for_every_mode() {
+    let device = Device::flex().autodiff();
+    for mode in MODES {
+        for align_corners in [false, true] {
+            for (seed, (from, to)) in SIZES.into_iter().enumerate() {
+                let options = InterpolateOptions::new(mode.clone())
+                    .with_align_corners(align_corners)
+                    .with_output_size(to);
+                let x = input(seed as u64, from, DType::F64, &device).require_grad();
+                let g = tensor(
+                    &uniform(50 + seed as u64, 6 * to[0] * to[1]),
+                    [2, 3, to[0], to[1]],
+                    DType::F64,
+                    &device,
+                );
+                let y = interpolate(x.clone(), options.clone());
+                let dx = x.grad(&(y * g.clone()).sum().backward()).expect("x grad");
+                let burn_y = burn::tensor::module::interpolate(x.clone().inner(), options.clone());
+                let lhs = values((burn_y * g.inner()).sum())[0];
+                let rhs = values((x.inner() * dx).sum())[0];
+                let error = (lhs - rhs).abs() / (1.0 + lhs.abs());
+                assert!(
+                    error <= 1e-12,
+                    "{options:?} {from:?}→{to:?}: ⟨Ax,g⟩ {lhs} vs ⟨x,Aᵀg⟩ {rhs}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_input_dtype_is_kept() {
+    let device = Device::flex();
+    for dtype in [DType::F16, DType::BF16, DType::F32, DType::F64] {
+        let options =
+            InterpolateOptions::new(InterpolateMode::Bilinear).with_scale_factor([2.0, 2.0]);
+        let x = input(7, [5, 6], dtype, &device);
+        let ours = interpolate(x.clone(), options.clone());
+        assert_eq!(ours.dtype(), dtype);
+        let burn = burn::tensor::module::interpolate(x, options);
+        let tolerance = if matches!(dtype, DType::F16 | DType::BF16) {
+            1e-2
+        } else {
+            1e-6
+        };
+        let error = max_scaled_error(&values(ours), &values(burn));
+        assert!(error <= tolerance, "{dtype:?}: error {error:e}");
+    }
+}
+
+#[test]
+fn scale_factors_give_burns_output_size() {
+    let device = Device::flex();
+    for (scale, from) in [
+        ([2.0, 0.5], [5, 7]),
+        ([1.5, 3.3], [7, 3]),
+        ([0.26, 1.0], [8, 4]),
+    ] {
+        let options = InterpolateOptions::new(InterpolateMode::Bicubic).with_scale_factor(scale);
+        let x = input(3, from, DType::F32, &device);
+        let ours = interpolate(x.clone(), options.clone());
+        let burn = burn::tensor::module::interpolate(x, options);
+        assert_eq!(ours.dims(), burn.dims(), "scale {scale:?} of {from:?}");
+    }
+}
+
+#[test]
+fn bad_options_are_refused_by_name() {
+    let device = Device::flex();
+    let x = || input(1, [4, 4], DType::F32, &device);
+    let mode = || InterpolateOptions::new(InterpolateMode::Bilinear);
+    let refused = |options: InterpolateOptions| try_interpolate(x(), options).err();
+    assert_eq!(refused(mode()), Some(ResizeError::NoOutputSize));
+    assert_eq!(
+        refused(InterpolateOptions {
+            output_size: Some([8, 8]),
+            ..mode().with_scale_factor([2.0, 2.0])
+        }),
+        Some(ResizeError::BothOutputSizeAndScaleFactor)
+    );
+    for scale in [
+        [0.0, 1.0],
+        [-2.0, 2.0],
+        [f32::NAN, 1.0],
+        [1.0, f32::INFINITY],
+    ] {
+        assert!(matches!(
+            refused(mode().with_scale_factor(scale)),
+            Some(ResizeError::InvalidScaleFactor(_))
+        ));
+    }
+    assert_eq!(
+        refused(mode().with_scale_factor([0.2, 1.0])),
+        Some(ResizeError::EmptyAxis {
+            input: [4, 4],
+            output: [0, 4]
+        })
+    );
+    assert_eq!(
+        refused(mode().with_output_size([8, 0])),
+        Some(ResizeError::EmptyAxis {
+            input: [4, 4],
+            output: [8, 0]
+        })
+    );
+    assert_eq!(
+        refused(mode().with_output_size([1 << 40, 8])),
+        Some(ResizeError::TooLarge {
+            rows: 1 << 40,
+            columns: 4
+        })
+    );
+    // `interpolate` panics where Burn's does, with the error's message.
+    let panic = std::panic::catch_unwind(|| interpolate(x(), mode())).expect_err("panics");
+    let message = panic.downcast_ref::<String>().expect("a message");
+    assert!(
+        message.contains("set one of `output_size` or `scale_factor`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn interpolate2d_is_a_drop_in_for_burns_layer() {
+    let device = Device::flex();
+    let x = input(9, [6, 10], DType::F32, &device);
+    for (mode, size, scale) in [
+        (NnMode::Linear, Some([12, 5]), None),
+        (NnMode::Cubic, None, Some([0.5, 2.0])),
+        (NnMode::Lanczos, Some([7, 7]), None),
+        (NnMode::Nearest, None, Some([2.0, 1.5])),
+    ] {
+        let burn = BurnConfig::new()
+            .with_mode(mode.clone())
+            .with_output_size(size)
+            .with_scale_factor(scale)
+            .with_align_corners(false)
+            .init();
+        let ours = Interpolate2dConfig::new()
+            .with_mode(mode.clone())
+            .with_output_size(size)
+            .with_scale_factor(scale)
+            .with_align_corners(false)
+            .init();
+        let converted = Interpolate2d::from(burn.clone());
+        let debug = |options: InterpolateOptions| format!("{options:?}");
+        assert_eq!(debug(converted.options()), debug(ours.options()));
+        let (a, b) = (burn.forward(x.clone()), ours.forward(x.clone()));
+        assert_eq!(a.dims(), b.dims(), "{mode:?}");
+        let error = max_scaled_error(&values(a), &values(b));
+        assert!(error <= 1e-6, "{mode:?}: error {error:e}");
+    }
+}
+
+#[test]
+fn weights_are_read_once_per_geometry() {
+    let device = Device::flex();
+    let options = InterpolateOptions::new(InterpolateMode::Bicubic).with_output_size([41, 43]);
+    let x = input(4, [19, 23], DType::F32, &device);
+    let before = cache_stats();
+    let first = values(interpolate(x.clone(), options.clone()));
+    let after_first = cache_stats();
+    let second = values(interpolate(x, options));
+    let after_second = cache_stats();
+    assert_eq!(first, second, "a cached map gives the same bits");
+    // Other tests run in parallel and share the cache: count at least this test's own lookups.
+    assert!(after_first.misses >= before.misses + 2, "two axes built");
+    assert!(after_second.hits >= after_first.hits + 2, "both axes found");
+}
+
+/// Flex 0.22.1 has no nearest-exact kernel (Burn's own `interpolate` panics): there are no
+/// weights to read, and the error says so instead of a panic inside the kernel.
+#[test]
+fn a_mode_without_a_backend_kernel_is_refused_by_name() {
+    let device = Device::flex();
+    let options = InterpolateOptions::new(InterpolateMode::NearestExact).with_output_size([8, 8]);
+    let x = input(1, [4, 4], DType::F32, &device);
+    let burn =
+        std::panic::catch_unwind(|| burn::tensor::module::interpolate(x.clone(), options.clone()));
+    assert!(
+        burn.is_err(),
+        "flex gained nearest-exact: move the mode to MODES"
+    );
+    match try_interpolate(x, options) {
+        Err(ResizeError::NoBackendKernel {
+            mode,
+            dtype,
+            reason,
+        }) => {
+            assert_eq!((mode.as_str(), dtype.as_str()), ("NearestExact", "F32"));
+            assert!(reason.contains("unsupported mode NearestExact"), "{reason}");
+        }
+        other => panic!(
+            "expected NoBackendKernel, got {:?}",
+            other.map(|t| t.dims())
+        ),
+    }
+}
+
+/// On wgpu (Vulkan; llvmpipe without a GPU), every mode Burn 0.22.1 has there, nearest-exact
+/// included: the forward equals Burn's kernel, and the backward is its adjoint.
+#[test]
+fn wgpu_forward_and_adjoint_match_burns_kernel_for_every_mode() {
+    let device = common::vulkan();
+    let modes = [InterpolateMode::NearestExact].into_iter().chain(MODES);
+    for mode in modes {
+        for align_corners in [false, true] {
+            for (seed, (from, to)) in SIZES.into_iter().enumerate().take(3) {
+                let options = InterpolateOptions::new(mode.clone())
+                    .with_align_corners(align_corners)
+                    .with_output_size(to);
+                let x = input(seed as u64, from, DType::F32, &device).require_grad();
+                let g = tensor(
+                    &uniform(50 + seed as u64, 6 * to[0] * to[1]),
+                    [2, 3, to[0], to[1]],
+                    DType::F32,
+                    &device,
+                );
+                let y = interpolate(x.clone(), options.clone());
+                let burn_y = burn::tensor::module::interpolate(x.clone().inner(), options.clone());
+                let error = max_scaled_error(&values(y.clone().inner()), &values(burn_y.clone()));
+                assert!(
+                    error <= 1e-6,
+                    "{options:?} {from:?}→{to:?}: forward error {error:e}"
+                );
+                let dx = x.grad(&(y * g.clone()).sum().backward()).expect("x grad");
+                // ⟨Ax, g⟩ and ⟨x, Aᵀg⟩ summed on the host in f64 (a device sum is atomic).
+                let dot =
+                    |a: Vec<f64>, b: Vec<f64>| a.iter().zip(&b).map(|(a, b)| a * b).sum::<f64>();
+                let lhs = dot(values(burn_y), values(g.inner()));
+                let rhs = dot(values(x.inner()), values(dx));
+                let error = (lhs - rhs).abs() / (1.0 + lhs.abs());
+                assert!(
+                    error <= 1e-5,
+                    "{options:?} {from:?}→{to:?}: ⟨Ax,g⟩ {lhs} vs ⟨x,Aᵀg⟩ {rhs}"
+                );
+            }
+        }
+    }
+}
