@@ -27,6 +27,9 @@ pub enum ResizeError {
         dtype: String,
         reason: String,
     },
+    /// Mechanism (b), `extension`, is implemented for flex and the CubeCL backends (this crate's
+    /// features `extension-flex`, `extension-wgpu`) only; `device` is the tensor's.
+    NotRouted { device: String },
 }
 
 impl fmt::Display for ResizeError {
@@ -60,6 +63,11 @@ impl fmt::Display for ResizeError {
                 f,
                 "the device's backend has no {mode} interpolate kernel for {dtype} to read the \
                  weights from ({reason})"
+            ),
+            Self::NotRouted { device } => write!(
+                f,
+                "the backend extension has no implementation for {device}: enable this crate's \
+                 `extension-flex` or `extension-wgpu` feature, or use `burn_deterministic_tensor::interpolate`"
             ),
         }
     }

@@ -26,6 +26,8 @@
 //! read: flex 0.22.1 has no nearest-exact, wgpu has).
 
 mod error;
+#[cfg(any(feature = "extension-flex", feature = "extension-wgpu"))]
+pub mod extension;
 mod module;
 mod separable;
 mod weights;

@@ -59,7 +59,7 @@ pub(crate) fn resize(
 
 /// The dense map `W: [output, input]` of one axis, on `device` in `dtype`, from the cache or
 /// read off Burn's kernel.
-fn axis_matrix(
+pub(crate) fn axis_matrix(
     input: usize,
     output: usize,
     options: &InterpolateOptions,

@@ -95,6 +95,8 @@ fn child_process_helper() {
     let resize: Resize = match kind {
         "det" => burn_deterministic_tensor::interpolate,
         "burn" => burn::tensor::module::interpolate,
+        #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
+        "ext" => burn_deterministic_tensor::extension::interpolate,
         other => panic!("unknown kind {other}"),
     };
     let (hash, losses) = train(&device, mode, resize);
@@ -104,7 +106,12 @@ fn child_process_helper() {
 }
 
 fn assert_trains_reproducibly(backend: &str, mode: &str) {
-    let case = format!("{backend}/det-{mode}");
+    assert_kind_trains_reproducibly(backend, "det", mode)
+}
+
+/// `kind`: `det` (mechanism (a)) or `ext` (mechanism (b)).
+fn assert_kind_trains_reproducibly(backend: &str, kind: &str, mode: &str) {
+    let case = format!("{backend}/{kind}-{mode}");
     let runs: Vec<_> = (0..2)
         .map(|_| {
             let stdout = run_child(HELPER, &case);
@@ -184,6 +191,15 @@ mod wgpu {
     #[test]
     fn lanczos3_training_is_bit_reproducible_across_processes() {
         assert_trains_reproducibly("wgpu", "lanczos3");
+    }
+
+    /// Mechanism (b) (Burn's forward kernel, the handwritten adjoint backward), every mode.
+    #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
+    #[test]
+    fn extension_training_is_bit_reproducible_across_processes() {
+        for (mode, _) in MODES {
+            assert_kind_trains_reproducibly("wgpu", "ext", mode);
+        }
     }
 
     /// The negative control of the comparisons above: on the same backend, a plain full sum

@@ -1,0 +1,172 @@
+//! Mechanisms (a) (`a_matmul`) and, with the `extension-*` features, (b) (`b_extension`) against
+//! Burn 0.22.1's own kernels, in the same run: a 4× upsample of
+//! segmentation logits `[2, 19, 32, 32] → [128, 128]`, f32, bilinear and bicubic, on flex (CPU)
+//! and wgpu (Vulkan; llvmpipe without a GPU).
+//!
+//! - `forward`: `burn::tensor::module::interpolate` vs this crate's.
+//! - `forward_backward`: `sum(y · g)` and its gradient. Burn's own backward exists only on
+//!   flex (CubeCL panics), so on wgpu the baseline is Burn's forward alone: the ratio says what a
+//!   whole training step's resize costs against a native forward.
+//!
+//! ```sh
+//! cargo bench -p burn-deterministic-tensor --all-features --bench front_door
+//! BENCH_QUICK=1 cargo bench --profile dev -p burn-deterministic-tensor --all-features --bench front_door
+//! ```
+//!
+//! At the end it prints every `mechanism / burn` ratio of medians, read from criterion's own
+//! estimates of this run.
+
+use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
+use burn::tensor::wgpu::WgpuBackend;
+use burn::tensor::{DType, Device, Tensor, TensorData};
+use criterion::Criterion;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const SHAPE: [usize; 4] = [2, 19, 32, 32];
+const OUTPUT: [usize; 2] = [128, 128];
+const MODES: [(&str, InterpolateMode); 2] = [
+    ("bilinear", InterpolateMode::Bilinear),
+    ("bicubic", InterpolateMode::Bicubic),
+];
+
+fn uniform(seed: u64, n: usize) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(6364136223846793005) | 1;
+    (0..n)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn tensor(seed: u64, shape: [usize; 4], device: &Device) -> Tensor<4> {
+    let values = uniform(seed, shape.iter().product());
+    Tensor::from_data(TensorData::new(values, shape), (device, DType::F32))
+}
+
+type Resize = fn(Tensor<4>, InterpolateOptions) -> Tensor<4>;
+
+fn bench_device(c: &mut Criterion, name: &str, device: &Device) {
+    let [n, ch, _, _] = SHAPE;
+    let x = tensor(1, SHAPE, device);
+    let g = tensor(2, [n, ch, OUTPUT[0], OUTPUT[1]], device);
+    let (x_ad, g_ad) = (x.clone().autodiff(), g.clone().autodiff());
+    let burn: Resize = burn::tensor::module::interpolate;
+    let ours = mechanisms();
+    for (mode_name, mode) in MODES {
+        let options = InterpolateOptions::new(mode)
+            .with_align_corners(false)
+            .with_output_size(OUTPUT);
+        let mut group = c.benchmark_group(format!("forward/{name}/{mode_name}"));
+        for (label, resize) in [("burn", burn)].into_iter().chain(ours.clone()) {
+            group.bench_function(label, |b| {
+                b.iter(|| {
+                    let y = resize(x.clone(), options.clone());
+                    device.sync().expect("device sync");
+                    y
+                })
+            });
+        }
+        group.finish();
+
+        let mut group = c.benchmark_group(format!("forward_backward/{name}/{mode_name}"));
+        let step = |resize: Resize| {
+            let x = x_ad.clone().require_grad();
+            let y = resize(x.clone(), options.clone());
+            let gradients = (y * g_ad.clone()).sum().backward();
+            let dx = x.grad(&gradients).expect("x grad");
+            device.sync().expect("device sync");
+            dx
+        };
+        if name == "flex" {
+            group.bench_function("burn", |b| b.iter(|| step(burn)));
+        } else {
+            // No backward in Burn here: the baseline is its forward.
+            group.bench_function("burn_forward_only", |b| {
+                b.iter(|| {
+                    let y = burn(x.clone(), options.clone());
+                    device.sync().expect("device sync");
+                    y
+                })
+            });
+        }
+        for (label, resize) in ours.clone() {
+            group.bench_function(label, |b| b.iter(|| step(resize)));
+        }
+        group.finish();
+    }
+}
+
+/// This crate's mechanisms: (a) always, (b) with the `extension-*` features.
+fn mechanisms() -> Vec<(&'static str, Resize)> {
+    let mut mechanisms: Vec<(&'static str, Resize)> =
+        vec![("a_matmul", burn_deterministic_tensor::interpolate)];
+    #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
+    mechanisms.push((
+        "b_extension",
+        burn_deterministic_tensor::extension::interpolate,
+    ));
+    mechanisms
+}
+
+/// Criterion's median of one benchmark of this run, in seconds.
+fn median(group: &str, id: &str) -> Option<f64> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+    let path = target
+        .join("criterion")
+        .join(group.replace('/', "_"))
+        .join(id)
+        .join("new/estimates.json");
+    let estimates: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    Some(estimates["median"]["point_estimate"].as_f64()? * 1e-9)
+}
+
+fn print_ratios() {
+    println!("\nmechanism / burn (medians of this run; < 1: this crate is faster)");
+    for name in ["flex", "wgpu"] {
+        for (mode, _) in MODES {
+            for (kind, baseline) in [
+                ("forward", "burn"),
+                ("forward_backward", "burn"),
+                ("forward_backward", "burn_forward_only"),
+            ] {
+                let group = format!("{kind}/{name}/{mode}");
+                for (label, _) in mechanisms() {
+                    if let (Some(theirs), Some(ours)) =
+                        (median(&group, baseline), median(&group, label))
+                    {
+                        println!(
+                            "{group:34} {label:11} {:9.3} ms  {baseline:17} {:9.3} ms  ×{:.2}",
+                            ours * 1e3,
+                            theirs * 1e3,
+                            ours / theirs
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn main() {
+    let quick = std::env::var_os("BENCH_QUICK").is_some();
+    let mut c = Criterion::default()
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(if quick { 1 } else { 3 }))
+        .measurement_time(Duration::from_secs(if quick { 3 } else { 10 }))
+        .configure_from_args();
+    bench_device(&mut c, "flex", &Device::flex());
+    let (wgpu, _) = Device::wgpu_options()
+        .graphics_api(WgpuBackend::Vulkan)
+        .init_with_setup()
+        .expect("a Vulkan adapter for wgpu (software Vulkan: mesa-vulkan-drivers)");
+    bench_device(&mut c, "wgpu", &wgpu);
+    c.final_summary();
+    print_ratios();
+}
