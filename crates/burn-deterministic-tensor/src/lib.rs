@@ -19,6 +19,10 @@
 //! adjoint, as GEMMs, with no atomics. That is a backward where Burn 0.22 has none (CubeCL
 //! panics on bilinear, bicubic and lanczos3, flex on lanczos3), reproducible bit for bit.
 //!
+//! That is mechanism (a). [`extension`] (features `extension-flex`, `extension-wgpu`) is
+//! mechanism (b): Burn's own forward kernel through a `#[backend_extension]`, with a handwritten
+//! autodiff backward that applies the same adjoint. The README compares them.
+//!
 //! Every mode and option Burn 0.22 accepts is supported (nearest, nearest-exact, bilinear,
 //! bicubic, lanczos3; `align_corners` either way; `output_size` or `scale_factor`); options Burn
 //! would panic on are refused by [`try_interpolate`] with a [`ResizeError`] naming the problem,
