@@ -102,14 +102,17 @@ fn bench_device(c: &mut Criterion, name: &str, device: &Device) {
 
 /// This crate's mechanisms: (a) always, (b) with the `extension-*` features.
 fn mechanisms() -> Vec<(&'static str, Resize)> {
-    let mut mechanisms: Vec<(&'static str, Resize)> =
-        vec![("a_matmul", burn_deterministic_tensor::interpolate)];
+    let a: (&'static str, Resize) = ("a_matmul", burn_deterministic_tensor::interpolate);
     #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
-    mechanisms.push((
-        "b_extension",
-        burn_deterministic_tensor::extension::interpolate,
-    ));
-    mechanisms
+    return vec![
+        a,
+        (
+            "b_extension",
+            burn_deterministic_tensor::extension::interpolate,
+        ),
+    ];
+    #[cfg(not(all(feature = "extension-flex", feature = "extension-wgpu")))]
+    vec![a]
 }
 
 /// Criterion's median of one benchmark of this run, in seconds.

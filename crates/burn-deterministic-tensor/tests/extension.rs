@@ -8,63 +8,33 @@ mod common;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Device, Tensor};
 use burn_deterministic_tensor::extension;
-use common::{bits_hash, golden_cases, max_scaled_error, tensor, uniform, values};
-
-const MODES: [InterpolateMode; 4] = [
-    InterpolateMode::Nearest,
-    InterpolateMode::Bilinear,
-    InterpolateMode::Bicubic,
-    InterpolateMode::Lanczos3,
-];
-
-const SIZES: [([usize; 2], [usize; 2]); 4] = [
-    ([5, 7], [11, 4]),
-    ([16, 16], [37, 64]),
-    ([37, 29], [8, 13]),
-    ([1, 5], [4, 1]),
-];
-
-fn golden(device: &Device, selected: impl Fn(&common::GoldenCase) -> bool) -> usize {
-    let mut failures = Vec::new();
-    let mut checked = 0;
-    for case in golden_cases().iter().filter(|c| selected(c)) {
-        let (y, dx) = case.run(device, extension::interpolate);
-        let (err_y, err_dx) = (
-            max_scaled_error(&y, &case.y),
-            max_scaled_error(&dx, &case.dx),
-        );
-        let (tol_y, tol_dx) = match case.dtype() {
-            DType::F64 => (1e-11, 1e-11),
-            _ => (1e-5, 5e-5),
-        };
-        if !(err_y <= tol_y && err_dx <= tol_dx) {
-            failures.push(format!("{}: y err {err_y:e}, dx err {err_dx:e}", case.name));
-        }
-        checked += 1;
-    }
-    assert!(
-        failures.is_empty(),
-        "golden failures:\n{}",
-        failures.join("\n")
-    );
-    checked
-}
+use common::{
+    bits_hash, check_golden, max_scaled_error, tensor, uniform, values, FLEX_MODES, GOLDEN_CASES,
+    SIZES,
+};
 
 #[test]
 fn golden_flex_every_case() {
-    assert_eq!(golden(&common::flex(), |_| true), 190);
+    assert_eq!(
+        check_golden(&common::flex(), extension::interpolate, |_| true),
+        GOLDEN_CASES
+    );
 }
 
 #[test]
 fn golden_wgpu_vulkan_f32_cases() {
-    assert_eq!(golden(&common::vulkan(), |c| c.dtype == "float32"), 95);
+    let f32_cases = |case: &common::GoldenCase| case.dtype() == DType::F32;
+    assert_eq!(
+        check_golden(&common::vulkan(), extension::interpolate, f32_cases),
+        GOLDEN_CASES / 2
+    );
 }
 
 /// The forward is Burn's kernel (the same bits), the gradient equals mechanism (a)'s.
 fn check_against_burn_and_mechanism_a(device: &Device, dtype: DType, tolerance: f64) {
-    for mode in MODES {
+    for mode in FLEX_MODES {
         for align_corners in [false, true] {
-            for (seed, (from, to)) in SIZES.into_iter().enumerate() {
+            for (seed, (from, to)) in SIZES.into_iter().enumerate().take(4) {
                 let options = InterpolateOptions::new(mode.clone())
                     .with_align_corners(align_corners)
                     .with_output_size(to);

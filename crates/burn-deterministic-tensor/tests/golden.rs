@@ -6,48 +6,20 @@
 
 mod common;
 
-use burn::tensor::{DType, Device};
+use burn::tensor::DType;
 use burn_deterministic_tensor::interpolate;
-use common::{golden_cases, max_scaled_error, GoldenCase};
-
-const GOLDEN_CASES: usize = 190;
-
-fn check_golden(device: &Device, selected: impl Fn(&GoldenCase) -> bool) -> usize {
-    let cases = golden_cases();
-    assert_eq!(cases.len(), GOLDEN_CASES, "golden set incomplete");
-    let mut failures = Vec::new();
-    let mut checked = 0;
-    for case in cases.iter().filter(|c| selected(c)) {
-        let (y, dx) = case.run(device, interpolate);
-        let (err_y, err_dx) = (
-            max_scaled_error(&y, &case.y),
-            max_scaled_error(&dx, &case.dx),
-        );
-        let (tol_y, tol_dx) = match case.dtype() {
-            DType::F64 => (1e-11, 1e-11),
-            _ => (1e-5, 5e-5),
-        };
-        if !(err_y <= tol_y && err_dx <= tol_dx) {
-            failures.push(format!("{}: y err {err_y:e}, dx err {err_dx:e}", case.name));
-        }
-        checked += 1;
-    }
-    assert!(
-        failures.is_empty(),
-        "golden failures:\n{}",
-        failures.join("\n")
-    );
-    checked
-}
+use common::{check_golden, GOLDEN_CASES};
 
 #[test]
 fn golden_flex_every_case() {
-    let checked = check_golden(&common::flex(), |_| true);
+    let checked = check_golden(&common::flex(), interpolate, |_| true);
     assert_eq!(checked, GOLDEN_CASES);
 }
 
 #[test]
 fn golden_wgpu_vulkan_f32_cases() {
-    let checked = check_golden(&common::vulkan(), |case| case.dtype() == DType::F32);
+    let checked = check_golden(&common::vulkan(), interpolate, |case| {
+        case.dtype() == DType::F32
+    });
     assert_eq!(checked, GOLDEN_CASES / 2, "half the cases are f32");
 }

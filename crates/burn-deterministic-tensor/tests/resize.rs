@@ -10,25 +10,7 @@ use burn::tensor::{DType, Device, Tensor};
 use burn_deterministic_tensor::{
     cache_stats, interpolate, try_interpolate, Interpolate2d, Interpolate2dConfig, ResizeError,
 };
-use common::{max_scaled_error, tensor, uniform, values};
-
-/// Every mode flex 0.22.1 has a forward kernel for (nearest-exact: on wgpu, below).
-const MODES: [InterpolateMode; 4] = [
-    InterpolateMode::Nearest,
-    InterpolateMode::Bilinear,
-    InterpolateMode::Bicubic,
-    InterpolateMode::Lanczos3,
-];
-
-/// `[h, w] → [p, q]`: up, down, mixed per axis, identity, and size-one axes.
-const SIZES: [([usize; 2], [usize; 2]); 6] = [
-    ([5, 7], [11, 4]),
-    ([16, 16], [37, 64]),
-    ([37, 29], [8, 13]),
-    ([6, 6], [6, 6]),
-    ([1, 5], [4, 1]),
-    ([9, 1], [1, 9]),
-];
+use common::{max_scaled_error, tensor, uniform, values, FLEX_MODES, SIZES};
 
 fn input(seed: u64, [h, w]: [usize; 2], dtype: DType, device: &Device) -> Tensor<4> {
     tensor(&uniform(seed, 2 * 3 * h * w), [2, 3, h, w], dtype, device)
@@ -37,7 +19,7 @@ fn input(seed: u64, [h, w]: [usize; 2], dtype: DType, device: &Device) -> Tensor
 #[test]
 fn forward_matches_burns_kernel_for_every_mode_and_option() {
     let device = Device::flex();
-    for mode in MODES {
+    for mode in FLEX_MODES {
         for align_corners in [false, true] {
             for (seed, (from, to)) in SIZES.into_iter().enumerate() {
                 let options = InterpolateOptions::new(mode.clone())
@@ -62,7 +44,7 @@ fn forward_matches_burns_kernel_for_every_mode_and_option() {
 #[test]
 fn backward_is_the_adjoint_of_burns_forward_for_every_mode() {
     let device = Device::flex().autodiff();
-    for mode in MODES {
+    for mode in FLEX_MODES {
         for align_corners in [false, true] {
             for (seed, (from, to)) in SIZES.into_iter().enumerate() {
                 let options = InterpolateOptions::new(mode.clone())
@@ -240,7 +222,7 @@ fn a_mode_without_a_backend_kernel_is_refused_by_name() {
         std::panic::catch_unwind(|| burn::tensor::module::interpolate(x.clone(), options.clone()));
     assert!(
         burn.is_err(),
-        "flex gained nearest-exact: move the mode to MODES"
+        "flex gained nearest-exact: move the mode to FLEX_MODES"
     );
     match try_interpolate(x, options) {
         Err(ResizeError::NoBackendKernel {
@@ -263,7 +245,9 @@ fn a_mode_without_a_backend_kernel_is_refused_by_name() {
 #[test]
 fn wgpu_forward_and_adjoint_match_burns_kernel_for_every_mode() {
     let device = common::vulkan();
-    let modes = [InterpolateMode::NearestExact].into_iter().chain(MODES);
+    let modes = [InterpolateMode::NearestExact]
+        .into_iter()
+        .chain(FLEX_MODES);
     for mode in modes {
         for align_corners in [false, true] {
             for (seed, (from, to)) in SIZES.into_iter().enumerate().take(3) {

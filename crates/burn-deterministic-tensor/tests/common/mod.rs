@@ -213,3 +213,58 @@ pub fn child_output(helper: &str, case: &str) -> (bool, String, String) {
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
 }
+
+/// How many golden cases the repository's test data holds (half f32, half f64).
+pub const GOLDEN_CASES: usize = 190;
+
+/// Every selected golden case through `resize` on `device`, forward and gradient; returns how
+/// many ran. Error `|a − b| / (1 + |b|)`: f32 forward ≤ 1e-5, gradient ≤ 5e-5; f64 ≤ 1e-11.
+pub fn check_golden(
+    device: &Device,
+    resize: fn(Tensor<4>, InterpolateOptions) -> Tensor<4>,
+    selected: impl Fn(&GoldenCase) -> bool,
+) -> usize {
+    let cases = golden_cases();
+    assert_eq!(cases.len(), GOLDEN_CASES, "golden set incomplete");
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for case in cases.iter().filter(|c| selected(c)) {
+        let (y, dx) = case.run(device, resize);
+        let (err_y, err_dx) = (
+            max_scaled_error(&y, &case.y),
+            max_scaled_error(&dx, &case.dx),
+        );
+        let (tol_y, tol_dx) = match case.dtype() {
+            DType::F64 => (1e-11, 1e-11),
+            _ => (1e-5, 5e-5),
+        };
+        if !(err_y <= tol_y && err_dx <= tol_dx) {
+            failures.push(format!("{}: y err {err_y:e}, dx err {err_dx:e}", case.name));
+        }
+        checked += 1;
+    }
+    assert!(
+        failures.is_empty(),
+        "golden failures:\n{}",
+        failures.join("\n")
+    );
+    checked
+}
+
+/// Every mode flex 0.22.1 has a forward kernel for (nearest-exact: wgpu only).
+pub const FLEX_MODES: [InterpolateMode; 4] = [
+    InterpolateMode::Nearest,
+    InterpolateMode::Bilinear,
+    InterpolateMode::Bicubic,
+    InterpolateMode::Lanczos3,
+];
+
+/// `[h, w] → [p, q]`: up, down, mixed per axis, size-one axes, identity.
+pub const SIZES: [([usize; 2], [usize; 2]); 6] = [
+    ([5, 7], [11, 4]),
+    ([16, 16], [37, 64]),
+    ([37, 29], [8, 13]),
+    ([1, 5], [4, 1]),
+    ([9, 1], [1, 9]),
+    ([6, 6], [6, 6]),
+];
