@@ -38,38 +38,53 @@ fn forward_matches_burns_kernel_for_every_mode_and_option() {
     }
 }
 
-/// `⟨A x, g⟩ = ⟨x, Aᵀ g⟩` with `A` Burn's own forward kernel and `Aᵀ g` this crate's backward:
-/// the gradient is the adjoint of the map Burn computes, for every mode (lanczos3 and
-/// nearest-exact have no PyTorch golden vectors; Burn 0.22.1 has no lanczos3 backward).
-#[test]
-fn backward_is_the_adjoint_of_burns_forward_for_every_mode() {
-    let device = Device::flex().autodiff();
-    for mode in FLEX_MODES {
+/// For every mode, `align_corners` and size pair: the forward within `forward_tolerance` of
+/// Burn's own kernel `A`, and `⟨A x, g⟩ = ⟨x, Aᵀ g⟩` within `adjoint_tolerance` with `Aᵀ g` this
+/// crate's backward: the gradient is the adjoint of the map Burn computes. The dot products are
+/// taken on the host in f64 (a device sum is atomic on CubeCL).
+fn check_forward_and_adjoint(
+    device: &Device,
+    modes: impl IntoIterator<Item = InterpolateMode>,
+    sizes: &[([usize; 2], [usize; 2])],
+    dtype: DType,
+    [forward_tolerance, adjoint_tolerance]: [f64; 2],
+) {
+    let dot = |a: Vec<f64>, b: Vec<f64>| a.iter().zip(&b).map(|(a, b)| a * b).sum::<f64>();
+    for mode in modes {
         for align_corners in [false, true] {
-            for (seed, (from, to)) in SIZES.into_iter().enumerate() {
+            for (seed, &(from, to)) in sizes.iter().enumerate() {
                 let options = InterpolateOptions::new(mode.clone())
                     .with_align_corners(align_corners)
                     .with_output_size(to);
-                let x = input(seed as u64, from, DType::F64, &device).require_grad();
-                let g = tensor(
-                    &uniform(50 + seed as u64, 6 * to[0] * to[1]),
-                    [2, 3, to[0], to[1]],
-                    DType::F64,
-                    &device,
-                );
+                let x = input(seed as u64, from, dtype, device).require_grad();
+                let g_values = uniform(50 + seed as u64, 6 * to[0] * to[1]);
+                let g = tensor(&g_values, [2, 3, to[0], to[1]], dtype, device);
                 let y = interpolate(x.clone(), options.clone());
-                let dx = x.grad(&(y * g.clone()).sum().backward()).expect("x grad");
                 let burn_y = burn::tensor::module::interpolate(x.clone().inner(), options.clone());
-                let lhs = values((burn_y * g.inner()).sum())[0];
-                let rhs = values((x.inner() * dx).sum())[0];
+                let error = max_scaled_error(&values(y.clone().inner()), &values(burn_y.clone()));
+                assert!(
+                    error <= forward_tolerance,
+                    "{options:?} {from:?}→{to:?}: forward error {error:e}"
+                );
+                let dx = x.grad(&(y * g.clone()).sum().backward()).expect("x grad");
+                let lhs = dot(values(burn_y), values(g.inner()));
+                let rhs = dot(values(x.inner()), values(dx));
                 let error = (lhs - rhs).abs() / (1.0 + lhs.abs());
                 assert!(
-                    error <= 1e-12,
+                    error <= adjoint_tolerance,
                     "{options:?} {from:?}→{to:?}: ⟨Ax,g⟩ {lhs} vs ⟨x,Aᵀg⟩ {rhs}"
                 );
             }
         }
     }
+}
+
+/// Flex, f64, every mode it has (lanczos3 has no PyTorch golden vectors, and Burn 0.22.1 no
+/// lanczos3 backward on flex).
+#[test]
+fn backward_is_the_adjoint_of_burns_forward_for_every_mode() {
+    let device = Device::flex().autodiff();
+    check_forward_and_adjoint(&device, FLEX_MODES, &SIZES, DType::F64, [1e-12, 1e-12]);
 }
 
 #[test]
@@ -240,46 +255,18 @@ fn a_mode_without_a_backend_kernel_is_refused_by_name() {
     }
 }
 
-/// On wgpu (Vulkan; llvmpipe without a GPU), every mode Burn 0.22.1 has there, nearest-exact
-/// included: the forward equals Burn's kernel, and the backward is its adjoint.
+/// On wgpu (Vulkan; llvmpipe without a GPU), f32, every mode Burn 0.22.1 has there,
+/// nearest-exact included.
 #[test]
 fn wgpu_forward_and_adjoint_match_burns_kernel_for_every_mode() {
-    let device = common::vulkan();
     let modes = [InterpolateMode::NearestExact]
         .into_iter()
         .chain(FLEX_MODES);
-    for mode in modes {
-        for align_corners in [false, true] {
-            for (seed, (from, to)) in SIZES.into_iter().enumerate().take(3) {
-                let options = InterpolateOptions::new(mode.clone())
-                    .with_align_corners(align_corners)
-                    .with_output_size(to);
-                let x = input(seed as u64, from, DType::F32, &device).require_grad();
-                let g = tensor(
-                    &uniform(50 + seed as u64, 6 * to[0] * to[1]),
-                    [2, 3, to[0], to[1]],
-                    DType::F32,
-                    &device,
-                );
-                let y = interpolate(x.clone(), options.clone());
-                let burn_y = burn::tensor::module::interpolate(x.clone().inner(), options.clone());
-                let error = max_scaled_error(&values(y.clone().inner()), &values(burn_y.clone()));
-                assert!(
-                    error <= 1e-6,
-                    "{options:?} {from:?}→{to:?}: forward error {error:e}"
-                );
-                let dx = x.grad(&(y * g.clone()).sum().backward()).expect("x grad");
-                // ⟨Ax, g⟩ and ⟨x, Aᵀg⟩ summed on the host in f64 (a device sum is atomic).
-                let dot =
-                    |a: Vec<f64>, b: Vec<f64>| a.iter().zip(&b).map(|(a, b)| a * b).sum::<f64>();
-                let lhs = dot(values(burn_y), values(g.inner()));
-                let rhs = dot(values(x.inner()), values(dx));
-                let error = (lhs - rhs).abs() / (1.0 + lhs.abs());
-                assert!(
-                    error <= 1e-5,
-                    "{options:?} {from:?}→{to:?}: ⟨Ax,g⟩ {lhs} vs ⟨x,Aᵀg⟩ {rhs}"
-                );
-            }
-        }
-    }
+    check_forward_and_adjoint(
+        &common::vulkan(),
+        modes,
+        &SIZES[..3],
+        DType::F32,
+        [1e-6, 1e-5],
+    );
 }
