@@ -18,8 +18,12 @@
 
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::wgpu::WgpuBackend;
-use burn::tensor::{DType, Device, Tensor, TensorData};
+use burn::tensor::{DType, Device, Tensor};
 use criterion::Criterion;
+// The tests' helpers (inputs from a seeded LCG, in a dtype on a device).
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::{tensor, uniform};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -30,29 +34,23 @@ const MODES: [(&str, InterpolateMode); 2] = [
     ("bicubic", InterpolateMode::Bicubic),
 ];
 
-fn uniform(seed: u64, n: usize) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(6364136223846793005) | 1;
-    (0..n)
-        .map(|_| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-fn tensor(seed: u64, shape: [usize; 4], device: &Device) -> Tensor<4> {
-    let values = uniform(seed, shape.iter().product());
-    Tensor::from_data(TensorData::new(values, shape), (device, DType::F32))
-}
-
 type Resize = fn(Tensor<4>, InterpolateOptions) -> Tensor<4>;
 
 fn bench_device(c: &mut Criterion, name: &str, device: &Device) {
     let [n, ch, _, _] = SHAPE;
-    let x = tensor(1, SHAPE, device);
-    let g = tensor(2, [n, ch, OUTPUT[0], OUTPUT[1]], device);
+    let output_shape = [n, ch, OUTPUT[0], OUTPUT[1]];
+    let x = tensor(
+        &uniform(1, SHAPE.iter().product()),
+        SHAPE,
+        DType::F32,
+        device,
+    );
+    let g = tensor(
+        &uniform(2, output_shape.iter().product()),
+        output_shape,
+        DType::F32,
+        device,
+    );
     let (x_ad, g_ad) = (x.clone().autodiff(), g.clone().autodiff());
     let burn: Resize = burn::tensor::module::interpolate;
     let ours = mechanisms();

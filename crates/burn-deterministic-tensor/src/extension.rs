@@ -16,9 +16,8 @@ use burn::backend::tensor::FloatTensor;
 use burn::backend::{backend_extension, Backend, Dispatch, DispatchDevice, TensorMetadata};
 use burn::tensor::ops::InterpolateOptions;
 use burn::tensor::{Shape, Tensor};
-use burn_deterministic_core::product;
 
-use crate::separable::axis_matrix;
+use crate::separable::{axis_maps, width_first};
 use crate::ResizeError;
 
 #[backend_extension(Autodiff, Flex: cfg(feature = "extension-flex"), Cube: cfg(feature = "extension-wgpu"))]
@@ -90,7 +89,7 @@ impl<B: Backend> Backward<B, 1> for AdjointBackward {
 }
 
 /// `dx[n, c] = Whᵀ · g[n, c] · Ww` for `g: [N, C, P, Q]`, `Wh: [P, H]`, `Ww: [Q, W]`: two
-/// broadcast GEMMs, the order with fewer multiply-adds first.
+/// broadcast GEMMs in [`width_first`]'s order.
 fn adjoint<B: Backend>(
     g: FloatTensor<B>,
     wh: FloatTensor<B>,
@@ -100,9 +99,7 @@ fn adjoint<B: Backend>(
     let [q, w] = matrix_dims(&ww);
     let wh_t = B::float_reshape(B::float_transpose(wh), Shape::new([1, 1, h, p]));
     let ww = B::float_reshape(ww, Shape::new([1, 1, q, w]));
-    let width_first = product(&[p, q, w]) + product(&[h, p, w]);
-    let height_first = product(&[h, p, q]) + product(&[h, q, w]);
-    if width_first <= height_first {
+    if width_first([p, q], [h, w]) {
         B::float_matmul(wh_t, B::float_matmul(g, ww))
     } else {
         B::float_matmul(B::float_matmul(wh_t, g), ww)
@@ -136,21 +133,17 @@ pub fn try_interpolate(
             device: format!("{device:?}"),
         });
     }
-    let [_, _, h, w] = x.dims();
-    let [p, q] = crate::error::output_size([h, w], &options)?;
-    let (dtype, device) = (x.dtype(), x.device());
-    let wh = axis_matrix(h, p, &options, dtype, &device)?;
-    let ww = axis_matrix(w, q, &options, dtype, &device)?;
+    let maps = axis_maps(&x, &options)?;
     let options = InterpolateOptions {
-        output_size: Some([p, q]),
+        output_size: Some(maps.output),
         scale_factor: None,
         ..options
     };
     Ok(Tensor::from_dispatch(
         <Dispatch as AdjointInterpolateBackend>::adjoint_interpolate(
             x.into_dispatch(),
-            wh.into_dispatch(),
-            ww.into_dispatch(),
+            maps.height.into_dispatch(),
+            maps.width.into_dispatch(),
             options,
         ),
     ))

@@ -58,7 +58,6 @@ pub fn try_interpolate(
     x: Tensor<4>,
     options: InterpolateOptions,
 ) -> Result<Tensor<4>, ResizeError> {
-    let [_, _, h, w] = x.dims();
-    let output = error::output_size([h, w], &options)?;
-    separable::resize(x, output, &options)
+    let maps = separable::axis_maps(&x, &options)?;
+    Ok(separable::resize(x, maps))
 }

@@ -35,31 +35,55 @@ pub fn reset_cache() {
     CACHE.reset()
 }
 
-/// `x: [N, C, H, W] → [N, C, P, Q]`.
-pub(crate) fn resize(
-    x: Tensor<4>,
-    [p, q]: [usize; 2],
+/// The output size of resizing `x` with `options`, and the axis maps `Wh: [P, H]`, `Ww: [Q, W]`
+/// on `x`'s device in its dtype: what both mechanisms multiply by.
+pub(crate) fn axis_maps(
+    x: &Tensor<4>,
     options: &InterpolateOptions,
-) -> Result<Tensor<4>, ResizeError> {
+) -> Result<AxisMaps, ResizeError> {
     let [_, _, h, w] = x.dims();
+    let [p, q] = crate::error::output_size([h, w], options)?;
     let (device, dtype) = (x.device(), x.dtype());
-    let wh = axis_matrix(h, p, options, dtype, &device)?.unsqueeze::<4>(); // [1, 1, P, H]
-    let ww_t = axis_matrix(w, q, options, dtype, &device)?
-        .transpose()
-        .unsqueeze::<4>(); // [1, 1, W, Q]
-                           // Either order is a fixed sequence of GEMMs; take the one with fewer multiply-adds.
-    let width_first = product(&[h, w, q]) + product(&[p, h, q]);
-    let height_first = product(&[p, h, w]) + product(&[p, w, q]);
-    Ok(if width_first <= height_first {
+    Ok(AxisMaps {
+        output: [p, q],
+        height: axis_matrix(h, p, options, dtype, &device)?,
+        width: axis_matrix(w, q, options, dtype, &device)?,
+    })
+}
+
+/// [`axis_maps`]' result.
+pub(crate) struct AxisMaps {
+    /// `[P, Q]`.
+    pub output: [usize; 2],
+    /// `Wh: [P, H]`.
+    pub height: Tensor<2>,
+    /// `Ww: [Q, W]`.
+    pub width: Tensor<2>,
+}
+
+/// `x: [N, C, H, W] → [N, C, P, Q]` as `Wh · x · Wwᵀ`.
+pub(crate) fn resize(x: Tensor<4>, maps: AxisMaps) -> Tensor<4> {
+    let [_, _, h, w] = x.dims();
+    let wh = maps.height.unsqueeze::<4>(); // [1, 1, P, H]
+    let ww_t = maps.width.transpose().unsqueeze::<4>(); // [1, 1, W, Q]
+    if width_first([h, w], maps.output) {
         wh.matmul(x.matmul(ww_t))
     } else {
         wh.matmul(x).matmul(ww_t)
-    })
+    }
+}
+
+/// Whether a separable pass taking `[h, w]` planes to `[p, q]` with two dense maps resizes the
+/// width axis first: either order is a fixed sequence of GEMMs, so both are reproducible; this
+/// takes the one with fewer multiply-adds (the width first on a tie). The forward goes from the
+/// input size to the output size, the adjoint back.
+pub(crate) fn width_first([h, w]: [usize; 2], [p, q]: [usize; 2]) -> bool {
+    product(&[h, w, q]) + product(&[p, h, q]) <= product(&[p, h, w]) + product(&[p, w, q])
 }
 
 /// The dense map `W: [output, input]` of one axis, on `device` in `dtype`, from the cache or
 /// read off Burn's kernel.
-pub(crate) fn axis_matrix(
+fn axis_matrix(
     input: usize,
     output: usize,
     options: &InterpolateOptions,
