@@ -154,6 +154,34 @@ impl BandShape {
         }
     }
 
+    /// The band's entries as a row-major `[blocks, block, width]` array: `weight(row, column)`
+    /// where window position `j` of a row reads a column ([`Self::column`]), zero where it
+    /// reads padding or the zero row, and for the rows past `rows` that pad the last block.
+    pub fn entries(&self, weight: impl Fn(usize, usize) -> f64) -> Vec<f64> {
+        let mut values = Vec::with_capacity(self.blocks * self.block * self.width);
+        for k in 0..self.blocks {
+            for row in k * self.block..(k + 1) * self.block {
+                for j in 0..self.width {
+                    values.push(match self.column(k, j) {
+                        Some(column) if row < self.rows => weight(row, column),
+                        _ => 0.0,
+                    });
+                }
+            }
+        }
+        values
+    }
+
+    /// For gathered windows: the column every window position reads, `[blocks · width]` in
+    /// block order, with `columns` (one past the last) where it reads the appended zero row or
+    /// padding.
+    pub fn gather_indices(&self) -> Vec<i64> {
+        (0..self.blocks)
+            .flat_map(|k| (0..self.width).map(move |j| (k, j)))
+            .map(|(k, j)| self.column(k, j).unwrap_or(self.columns) as i64)
+            .collect()
+    }
+
     /// The input column that position `j` of block `k`'s window reads, or `None` where it
     /// reads a zero (padding, or for exact windows the appended zero row).
     pub fn column(&self, k: usize, j: usize) -> Option<usize> {
@@ -326,6 +354,29 @@ mod tests {
         let shape = BandShape::new(4, 9, 1, false, true, |b| drifting[b.start].clone());
         assert_eq!(shape.stride, None);
         assert_eq!(shape.width, 2);
+    }
+
+    /// Entries and gather indices follow `column`: weights where a window reads a column, zero
+    /// in the padding rows and past the support of exact windows.
+    #[test]
+    fn entries_and_indices_follow_the_windows() {
+        let ragged: Vec<Range<usize>> = vec![0..1, 0..2, 1..3];
+        let shape = BandShape::new(3, 3, 2, false, false, |b| union(&ragged, b));
+        // 2 blocks of 2 rows (the 4th row pads), windows of the widest support, 2: block 0
+        // reads columns 0..2, block 1 columns 1..3.
+        assert_eq!((shape.blocks, shape.block, shape.width), (2, 2, 2));
+        let entries = shape.entries(|row, column| (10 * row + column) as f64);
+        assert_eq!(entries, vec![0.0, 1.0, 10.0, 11.0, 21.0, 22.0, 0.0, 0.0]);
+        assert_eq!(shape.gather_indices(), vec![0, 1, 1, 2]);
+        let exact = BandShape::new(3, 3, 1, true, false, |b| union(&ragged, b));
+        assert_eq!(exact.width, 2);
+        assert_eq!(
+            exact.gather_indices(),
+            vec![0, 3, 0, 1, 1, 2],
+            "3: the zero row"
+        );
+        let entries = exact.entries(|row, column| (10 * row + column) as f64);
+        assert_eq!(entries, vec![0.0, 0.0, 10.0, 11.0, 21.0, 22.0]);
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //! - [`decode_axis`]: every weight of `W`, decoded from the response of the backend's own
 //!   kernel to a few impulse channels ([`comb`]), checked exactly;
 //! - [`BandShape`] and [`band_shapes`]: the banded layout of `W` and `Wᵀ`;
-//! - [`Cost`] and [`AxisEstimate`]: the one count of bytes and multiply-adds;
+//! - [`Cost`] and [`AxisEstimate`]: the one count of bytes and multiply-adds; [`BandPolicy`]
+//!   and [`height_first`]: the layout and pass-order choices made from it;
 //! - [`WeightCache`]: built maps kept per geometry, bounded.
 
 mod cache;
@@ -22,7 +23,9 @@ mod taps;
 mod weights;
 
 pub use cache::{Built, CacheKey, CacheStats, WeightCache};
-pub use cost::{band_entries, product, reading_bytes, AxisEstimate, Cost};
+pub use cost::{
+    band_entries, height_first, product, reading_bytes, AxisEstimate, BandPolicy, Cost,
+};
 pub use geometry::{band_shapes, BandShape, Layout, Stride};
 pub use taps::{tap_window, tap_windows};
 pub use weights::{comb, decode_axis, AxisWeights};

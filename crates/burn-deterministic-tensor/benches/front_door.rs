@@ -13,8 +13,12 @@
 //! BENCH_QUICK=1 cargo bench --profile dev -p burn-deterministic-tensor --all-features --bench front_door
 //! ```
 //!
+//! - `adjoint_layouts` (with the `extension-*` features): mechanism (b)'s backward with the dense
+//!   and the banded adjoint on a large axis, `[1, 4, 256, 256] → [1024, 1024]` bilinear, against
+//!   the same baselines.
+//!
 //! At the end it prints every `mechanism / burn` ratio of medians, read from criterion's own
-//! estimates of this run.
+//! estimates of this run, and banded / dense.
 
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::wgpu::WgpuBackend;
@@ -98,6 +102,61 @@ fn bench_device(c: &mut Criterion, name: &str, device: &Device) {
     }
 }
 
+/// Mechanism (b)'s adjoint layouts on a large axis (see the module docs), forward + backward.
+#[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
+fn bench_adjoint_layouts(c: &mut Criterion, name: &str, device: &Device) {
+    use burn_deterministic_tensor::extension::{try_interpolate_with, AdjointLayout};
+    let x = tensor(&uniform(3, 4 * 256 * 256), LARGE, DType::F32, device).autodiff();
+    let g = tensor(
+        &uniform(4, 4 * 1024 * 1024),
+        [1, 4, 1024, 1024],
+        DType::F32,
+        device,
+    )
+    .autodiff();
+    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([1024, 1024]);
+    let dense: Resize = |x, options| {
+        try_interpolate_with(x, options, AdjointLayout::Dense).expect("a valid resize")
+    };
+    let banded: Resize = |x, options| {
+        let block_size = core::num::NonZeroUsize::new(64).expect("64 > 0");
+        try_interpolate_with(x, options, AdjointLayout::Banded { block_size })
+            .expect("a valid resize")
+    };
+    let step = |resize: Resize| {
+        let x = x.clone().require_grad();
+        let y = resize(x.clone(), options.clone());
+        let dx = x.grad(&(y * g.clone()).sum().backward()).expect("x grad");
+        device.sync().expect("device sync");
+        dx
+    };
+    let mut group = c.benchmark_group(format!("adjoint_layouts/{name}/bilinear"));
+    if name == "flex" {
+        group.bench_function("burn", |b| {
+            b.iter(|| step(burn::tensor::module::interpolate))
+        });
+    } else {
+        let x = x.clone().inner();
+        group.bench_function("burn_forward_only", |b| {
+            b.iter(|| {
+                let y = burn::tensor::module::interpolate(x.clone(), options.clone());
+                device.sync().expect("device sync");
+                y
+            })
+        });
+    }
+    group.bench_function("a_matmul", |b| {
+        b.iter(|| step(burn_deterministic_tensor::interpolate))
+    });
+    group.bench_function("b_dense", |b| b.iter(|| step(dense)));
+    group.bench_function("b_banded", |b| b.iter(|| step(banded)));
+    group.finish();
+}
+
+/// The large input of `adjoint_layouts`.
+#[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
+const LARGE: [usize; 4] = [1, 4, 256, 256];
+
 /// This crate's mechanisms: (a) always, (b) with the `extension-*` features.
 fn mechanisms() -> Vec<(&'static str, Resize)> {
     let a: (&'static str, Resize) = ("a_matmul", burn_deterministic_tensor::interpolate);
@@ -155,6 +214,31 @@ fn print_ratios() {
     }
 }
 
+/// The `adjoint_layouts` ratios: each against Burn's baseline, and banded / dense.
+fn print_layout_ratios() {
+    for name in ["flex", "wgpu"] {
+        let group = format!("adjoint_layouts/{name}/bilinear");
+        for baseline in ["burn", "burn_forward_only"] {
+            for label in ["a_matmul", "b_dense", "b_banded"] {
+                if let (Some(theirs), Some(ours)) =
+                    (median(&group, baseline), median(&group, label))
+                {
+                    println!(
+                        "{group:34} {label:11} {:9.3} ms  {baseline:17} {:9.3} ms  ×{:.2}",
+                        ours * 1e3,
+                        theirs * 1e3,
+                        ours / theirs
+                    );
+                }
+            }
+        }
+        if let (Some(dense), Some(banded)) = (median(&group, "b_dense"), median(&group, "b_banded"))
+        {
+            println!("{group:34} b_banded / b_dense ×{:.2}", banded / dense);
+        }
+    }
+}
+
 fn main() {
     let quick = std::env::var_os("BENCH_QUICK").is_some();
     let mut c = Criterion::default()
@@ -168,6 +252,11 @@ fn main() {
         .init_with_setup()
         .expect("a Vulkan adapter for wgpu (software Vulkan: mesa-vulkan-drivers)");
     bench_device(&mut c, "wgpu", &wgpu);
+    #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
+    for (name, device) in [("flex", Device::flex()), ("wgpu", wgpu.clone())] {
+        bench_adjoint_layouts(&mut c, name, &device);
+    }
     c.final_summary();
     print_ratios();
+    print_layout_ratios();
 }

@@ -21,7 +21,8 @@
 //!
 //! That is mechanism (a). [`extension`] (features `extension-flex`, `extension-wgpu`) is
 //! mechanism (b): Burn's own forward kernel through a `#[backend_extension]`, with a handwritten
-//! autodiff backward that applies the same adjoint. The README compares them.
+//! autodiff backward that applies the same adjoint, dense or banded (for large axes: `taps ×
+//! size` multiply-adds instead of `size²`). The README compares them.
 //!
 //! Every mode and option Burn 0.22 accepts is supported (nearest, nearest-exact, bilinear,
 //! bicubic, lanczos3; `align_corners` either way; `output_size` or `scale_factor`); options Burn

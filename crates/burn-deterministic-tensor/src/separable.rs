@@ -8,8 +8,10 @@ use crate::weights::read_axis;
 use crate::ResizeError;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Device, Tensor, TensorData};
+#[cfg(any(feature = "extension-flex", feature = "extension-wgpu"))]
+use burn_deterministic_core::{band_entries, band_shapes, AxisEstimate};
 use burn_deterministic_core::{
-    product, AxisWeights, Built, CacheKey, Layout, Mode, Resampling, WeightCache,
+    height_first, product, AxisWeights, Built, CacheKey, Layout, Mode, Resampling, WeightCache,
 };
 use std::any::TypeId;
 
@@ -23,7 +25,7 @@ const CACHE_MAX_ENTRIES: usize = 64;
 const CACHE_MAX_BYTES: u64 = 512 << 20;
 /// The largest single weight matrix built (bytes): a dense `[out, in]` map is `out · in`
 /// entries, so a resize far beyond image sizes is refused instead of exhausting the device.
-const MAX_MATRIX_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_MATRIX_BYTES: u64 = 1 << 30;
 
 /// The weight cache's counters (hits, misses, bytes held, ...).
 pub fn cache_stats() -> CacheStats {
@@ -61,29 +63,24 @@ pub(crate) struct AxisMaps {
     pub width: Tensor<2>,
 }
 
-/// `x: [N, C, H, W] → [N, C, P, Q]` as `Wh · x · Wwᵀ`.
+/// `x: [N, C, H, W] → [N, C, P, Q]` as `Wh · x · Wwᵀ`, the axes in the engine's order
+/// ([`height_first`]).
 pub(crate) fn resize(x: Tensor<4>, maps: AxisMaps) -> Tensor<4> {
     let [_, _, h, w] = x.dims();
+    let [p, q] = maps.output;
     let wh = maps.height.unsqueeze::<4>(); // [1, 1, P, H]
     let ww_t = maps.width.transpose().unsqueeze::<4>(); // [1, 1, W, Q]
-    if width_first([h, w], maps.output) {
-        wh.matmul(x.matmul(ww_t))
-    } else {
+    let (height_macs, width_macs) = (product(&[h, p]), product(&[w, q]));
+    if height_first(height_macs, width_macs, true, [h, w], [p, q]) {
         wh.matmul(x).matmul(ww_t)
+    } else {
+        wh.matmul(x.matmul(ww_t))
     }
-}
-
-/// Whether a separable pass taking `[h, w]` planes to `[p, q]` with two dense maps resizes the
-/// width axis first: either order is a fixed sequence of GEMMs, so both are reproducible; this
-/// takes the one with fewer multiply-adds (the width first on a tie). The forward goes from the
-/// input size to the output size, the adjoint back.
-pub(crate) fn width_first([h, w]: [usize; 2], [p, q]: [usize; 2]) -> bool {
-    product(&[h, w, q]) + product(&[p, h, q]) <= product(&[p, h, w]) + product(&[p, w, q])
 }
 
 /// The dense map `W: [output, input]` of one axis, on `device` in `dtype`, from the cache or
 /// read off Burn's kernel.
-fn axis_matrix(
+pub(crate) fn axis_matrix(
     input: usize,
     output: usize,
     options: &InterpolateOptions,
@@ -99,8 +96,86 @@ fn axis_matrix(
             columns: input,
         });
     }
+    cached(
+        input,
+        output,
+        options,
+        dtype,
+        device,
+        Layout::Dense,
+        |weights, device| {
+            let bytes = product(&[input, output, dtype.size()]);
+            (dense(weights, output, dtype, device), bytes)
+        },
+    )
+}
+
+/// The band of one axis' `Wᵀ: [input, output]` (mechanism (b)'s banded adjoint), from blocks of
+/// `block_size` outputs: its entries `[blocks, block, width]` on `device` in `dtype` and its
+/// geometry (both from `burn-deterministic-core`), from the cache or read off Burn's kernel.
+#[cfg(any(feature = "extension-flex", feature = "extension-wgpu"))]
+pub(crate) fn adjoint_band(
+    input: usize,
+    output: usize,
+    options: &InterpolateOptions,
+    dtype: DType,
+    device: &Device,
+    block_size: usize,
+) -> Result<AdjointBand, ResizeError> {
+    let too_large = ResizeError::TooLarge {
+        rows: input,
+        columns: output,
+    };
+    let layout = Layout::Banded { block_size };
+    let estimate =
+        AxisEstimate::new(input, output, resampling(options)).ok_or(too_large.clone())?;
+    if estimate.peak_bytes(layout, dtype.size()) > MAX_MATRIX_BYTES {
+        return Err(too_large);
+    }
+    cached(
+        input,
+        output,
+        options,
+        dtype,
+        device,
+        layout,
+        |weights, device| {
+            let (_, adjoint) = band_shapes(block_size, input, output, &weights.supports());
+            let entries = adjoint.entries(|i, o| weights.get(o, i));
+            let dims = [adjoint.blocks, adjoint.block, adjoint.width];
+            let band = AdjointBand {
+                // Exact in `dtype`, as the dense map's entries.
+                weights: Tensor::from_data(TensorData::new(entries, dims), (device, dtype)),
+                shape: std::sync::Arc::new(adjoint),
+            };
+            let bytes = band_entries(&band.shape).saturating_mul(dtype.size() as u64);
+            (band, bytes)
+        },
+    )
+}
+
+/// [`adjoint_band`]'s result.
+#[cfg(any(feature = "extension-flex", feature = "extension-wgpu"))]
+#[derive(Clone)]
+pub(crate) struct AdjointBand {
+    /// `[blocks, block, width]`.
+    pub weights: Tensor<3>,
+    pub shape: std::sync::Arc<burn_deterministic_core::BandShape>,
+}
+
+/// One axis' map in `layout` from the cache, or built by `build` from the weights read off
+/// Burn's kernel (`build` returns the map and the bytes it keeps).
+fn cached<V: Clone + Send + Sync + 'static>(
+    input: usize,
+    output: usize,
+    options: &InterpolateOptions,
+    dtype: DType,
+    device: &Device,
+    layout: Layout,
+    build: impl FnOnce(&AxisWeights, &Device) -> (V, u64),
+) -> Result<V, ResizeError> {
     // Kept outside autodiff: combined with an autodiff `x`, a constant of the graph; one cached
-    // matrix serves plain and autodiff tensors of the device.
+    // map serves plain and autodiff tensors of the device.
     let device = &device.clone().inner();
     let resampling = resampling(options);
     let key = CacheKey {
@@ -110,16 +185,24 @@ fn axis_matrix(
         input,
         output,
         resampling,
-        layout: Layout::Dense,
+        layout,
     };
     CACHE.get_or_build(key, CACHE_MAX_ENTRIES, CACHE_MAX_BYTES, || {
-        let read = read_axis(input, output, resampling, options, dtype, device);
-        let bytes = product(&[input, output, dtype.size()]);
-        Built {
+        match read_axis(input, output, resampling, options, dtype, device) {
+            Ok(weights) => {
+                let (map, bytes) = build(&weights, device);
+                Built {
+                    map: Ok(map),
+                    kept_bytes: bytes,
+                    peak_bytes: bytes.max(weights.read_bytes),
+                }
+            }
             // A failed read is returned, never kept (over any byte bound).
-            kept_bytes: if read.is_ok() { bytes } else { u64::MAX },
-            map: read.map(|weights| dense(&weights, output, dtype, device)),
-            peak_bytes: bytes,
+            Err(error) => Built {
+                map: Err(error),
+                kept_bytes: u64::MAX,
+                peak_bytes: 0,
+            },
         }
     })
 }

@@ -1,17 +1,19 @@
 //! Mechanism (b), `burn_deterministic_tensor::extension`: Burn 0.22's backend extension with a
 //! handwritten autodiff backward. Its forward is Burn's own kernel, bit for bit; its gradient is
-//! the adjoint, equal to mechanism (a)'s; the PyTorch golden vectors hold on flex and wgpu.
+//! the adjoint, equal to mechanism (a)'s, in every adjoint layout (dense and banded); the
+//! PyTorch golden vectors hold on flex and wgpu.
 //! (Training across processes: `tests/training.rs`, kind `ext`.)
 
 mod common;
 
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Device, Tensor};
-use burn_deterministic_tensor::extension;
+use burn_deterministic_tensor::extension::{self, AdjointLayout};
 use common::{
     bits_hash, check_golden, max_scaled_error, tensor, uniform, values, FLEX_MODES, GOLDEN_CASES,
     SIZES,
 };
+use core::num::NonZeroUsize;
 
 #[test]
 fn golden_flex_every_case() {
@@ -96,4 +98,184 @@ fn bad_options_are_refused_by_name() {
         extension::try_interpolate(x, options).err(),
         Some(burn_deterministic_tensor::ResizeError::NoOutputSize)
     );
+}
+
+fn banded(block_size: usize) -> AdjointLayout {
+    AdjointLayout::Banded {
+        block_size: NonZeroUsize::new(block_size).expect("a block size of at least 1"),
+    }
+}
+
+fn with_layout(x: Tensor<4>, options: InterpolateOptions, layout: AdjointLayout) -> Tensor<4> {
+    extension::try_interpolate_with(x, options, layout).expect("a valid resize")
+}
+
+/// Blocks of 3 outputs: several blocks on every golden axis (the golden sizes are small).
+fn banded_3(x: Tensor<4>, options: InterpolateOptions) -> Tensor<4> {
+    with_layout(x, options, banded(3))
+}
+
+/// Exact windows.
+fn banded_1(x: Tensor<4>, options: InterpolateOptions) -> Tensor<4> {
+    with_layout(x, options, banded(1))
+}
+
+#[test]
+fn golden_flex_every_case_banded_adjoint() {
+    assert_eq!(
+        check_golden(&common::flex(), banded_3, |_| true),
+        GOLDEN_CASES
+    );
+    assert_eq!(
+        check_golden(&common::flex(), banded_1, |_| true),
+        GOLDEN_CASES
+    );
+}
+
+#[test]
+fn golden_wgpu_vulkan_f32_cases_banded_adjoint() {
+    let f32_cases = |case: &common::GoldenCase| case.dtype() == DType::F32;
+    assert_eq!(
+        check_golden(&common::vulkan(), banded_3, f32_cases),
+        GOLDEN_CASES / 2
+    );
+}
+
+/// `dx` through `layout` for `g`, and the forward's bits.
+fn gradient(
+    x: &Tensor<4>,
+    g: &Tensor<4>,
+    options: &InterpolateOptions,
+    layout: AdjointLayout,
+) -> (String, Vec<f64>) {
+    let x = x.clone().require_grad();
+    let y = with_layout(x.clone(), options.clone(), layout);
+    let dx = x
+        .grad(&(y.clone() * g.clone()).sum().backward())
+        .expect("x grad");
+    (bits_hash([y.inner()]), values(dx))
+}
+
+/// Every banded layout gives the dense layout's gradient, to rounding (the same weights summed
+/// in other groups), and the same forward (Burn's kernel): every mode, both alignments, every
+/// size pair (up, down, mixed, size one, identity), blocks from exact to wider than the axes.
+fn check_banded_equals_dense(device: &Device, dtype: DType, tolerance: f64) {
+    for mode in FLEX_MODES {
+        for align_corners in [false, true] {
+            for (seed, (from, to)) in SIZES.into_iter().enumerate() {
+                let options = InterpolateOptions::new(mode.clone())
+                    .with_align_corners(align_corners)
+                    .with_output_size(to);
+                let x = tensor(
+                    &uniform(seed as u64, 2 * from[0] * from[1]),
+                    [1, 2, from[0], from[1]],
+                    dtype,
+                    device,
+                );
+                let g = tensor(
+                    &uniform(40 + seed as u64, 2 * to[0] * to[1]),
+                    [1, 2, to[0], to[1]],
+                    dtype,
+                    device,
+                );
+                let (y_dense, dx_dense) = gradient(&x, &g, &options, AdjointLayout::Dense);
+                for block_size in [1, 2, 5, 64] {
+                    let (y, dx) = gradient(&x, &g, &options, banded(block_size));
+                    assert_eq!(y, y_dense, "{options:?} {from:?}→{to:?}: forward");
+                    let error = max_scaled_error(&dx, &dx_dense);
+                    assert!(
+                        error <= tolerance,
+                        "{options:?} {from:?}→{to:?}, blocks of {block_size}: dx differs from \
+                         the dense adjoint's by {error:e}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn flex_banded_adjoint_equals_dense() {
+    check_banded_equals_dense(&common::flex(), DType::F64, 1e-12);
+}
+
+#[test]
+fn wgpu_banded_adjoint_equals_dense() {
+    check_banded_equals_dense(&common::vulkan(), DType::F32, 1e-6);
+}
+
+/// The positions of `dx` that are not finite.
+fn non_finite(dx: &[f64]) -> Vec<usize> {
+    (0..dx.len()).filter(|&i| !dx[i].is_finite()).collect()
+}
+
+/// The positions of `dx` that are not zero.
+fn non_zero(dx: &[f64]) -> Vec<usize> {
+    (0..dx.len()).filter(|&i| dx[i] != 0.0).collect()
+}
+
+/// Exact windows (`block_size: 1`): a NaN in the gradient reaches exactly the inputs that its
+/// output reads (those a one-hot gradient there reaches), no further. Control: the dense layout
+/// spreads it (`0 · NaN` is NaN), so the comparison can fail.
+#[test]
+fn exact_band_keeps_a_nan_gradient_to_its_taps() {
+    let device = common::flex();
+    for mode in [InterpolateMode::Bilinear, InterpolateMode::Bicubic] {
+        let options = InterpolateOptions::new(mode).with_output_size([16, 16]);
+        let x = tensor(&uniform(5, 64), [1, 1, 8, 8], DType::F64, &device);
+        let at = 5 * 16 + 9;
+        let mut one_hot = vec![0.0; 256];
+        one_hot[at] = 1.0;
+        let mut nan = vec![0.5; 256];
+        nan[at] = f64::NAN;
+        let [one_hot, nan] =
+            [one_hot, nan].map(|g| tensor(&g, [1, 1, 16, 16], DType::F64, &device));
+        let (_, taps) = gradient(&x, &one_hot, &options, banded(1));
+        let taps = non_zero(&taps);
+        assert!(
+            !taps.is_empty() && taps.len() <= 16,
+            "{options:?}: taps {taps:?}"
+        );
+        let (_, exact) = gradient(&x, &nan, &options, banded(1));
+        assert_eq!(non_finite(&exact), taps, "{options:?}: exact windows");
+        let (_, dense) = gradient(&x, &nan, &options, AdjointLayout::Dense);
+        assert!(
+            non_finite(&dense).len() > taps.len(),
+            "{options:?}: the dense control did not spread the NaN"
+        );
+    }
+}
+
+/// `Auto` bands an axis where that saves ≥ 16× the multiply-adds (a 4× upsample of a 1024-wide
+/// axis) and keeps small axes dense: seen through where a NaN in the gradient spreads, which
+/// only the layout decides (blocks of 64 confine it to a few windows; dense spreads it along
+/// the whole axis).
+#[test]
+fn auto_layout_bands_large_axes_only() {
+    let device = common::flex();
+    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([2, 4096]);
+    let x = tensor(&uniform(6, 2 * 1024), [1, 1, 2, 1024], DType::F32, &device);
+    let mut g = vec![0.5; 2 * 4096];
+    g[4096 + 2000] = f64::NAN;
+    let g = tensor(&g, [1, 1, 2, 4096], DType::F32, &device);
+    let spread = |layout| non_finite(&gradient(&x, &g, &options, layout).1).len();
+    let (auto, band, dense) = (
+        spread(AdjointLayout::Auto),
+        spread(banded(64)),
+        spread(AdjointLayout::Dense),
+    );
+    assert_eq!(auto, band, "auto should band the 1024 → 4096 axis");
+    assert!(
+        band < 200 && dense == 2 * 1024,
+        "banded {band}, dense {dense}"
+    );
+    // [8, 8] → [16, 16] saves far less than 16×: dense.
+    let small = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([16, 16]);
+    let x = tensor(&uniform(7, 64), [1, 1, 8, 8], DType::F32, &device);
+    let mut g = vec![0.5; 256];
+    g[77] = f64::NAN;
+    let g = tensor(&g, [1, 1, 16, 16], DType::F32, &device);
+    let spread = |layout| non_finite(&gradient(&x, &g, &small, layout).1).len();
+    assert_eq!(spread(AdjointLayout::Auto), spread(AdjointLayout::Dense));
+    assert!(spread(banded(1)) < spread(AdjointLayout::Dense));
 }

@@ -97,6 +97,14 @@ fn child_process_helper() {
         "burn" => burn::tensor::module::interpolate,
         #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
         "ext" => burn_deterministic_tensor::extension::interpolate,
+        #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
+        "band" => |x, options| {
+            let layout = burn_deterministic_tensor::extension::AdjointLayout::Banded {
+                block_size: core::num::NonZeroUsize::new(3).expect("3 > 0"),
+            };
+            burn_deterministic_tensor::extension::try_interpolate_with(x, options, layout)
+                .expect("a valid resize")
+        },
         other => panic!("unknown kind {other}"),
     };
     let (hash, losses) = train(&device, mode, resize);
@@ -109,7 +117,8 @@ fn assert_trains_reproducibly(backend: &str, mode: &str) {
     assert_kind_trains_reproducibly(backend, "det", mode)
 }
 
-/// `kind`: `det` (mechanism (a)) or `ext` (mechanism (b)).
+/// `kind`: `det` (mechanism (a)), `ext` (mechanism (b)) or `band` (mechanism (b), banded
+/// adjoint).
 fn assert_kind_trains_reproducibly(backend: &str, kind: &str, mode: &str) {
     let case = format!("{backend}/{kind}-{mode}");
     let runs: Vec<_> = (0..2)
@@ -199,6 +208,15 @@ mod wgpu {
     fn extension_training_is_bit_reproducible_across_processes() {
         for (mode, _) in MODES {
             assert_kind_trains_reproducibly("wgpu", "ext", mode);
+        }
+    }
+
+    /// Mechanism (b) with the banded adjoint (blocks of 3 outputs: several blocks per axis).
+    #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
+    #[test]
+    fn banded_extension_training_is_bit_reproducible_across_processes() {
+        for (mode, _) in MODES {
+            assert_kind_trains_reproducibly("wgpu", "band", mode);
         }
     }
 

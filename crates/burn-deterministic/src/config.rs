@@ -13,6 +13,7 @@
 //!  "cache_max_entries": 64, "cache_max_bytes": 268435456, "fixed_order_ops": true, "strict": false}
 //! ```
 
+use burn_deterministic_core::BandPolicy;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::sync::RwLock;
@@ -111,9 +112,8 @@ pub struct DeterministicConfig {
     /// Outputs per block of the banded layout (≥ 1). Default 64.
     pub block_size: usize,
     /// `auto` layout: banded when `dense MACs ≥ banded_min_gain × banded MACs` (> 0). Default
-    /// 16: on a 4× upsample of 128-wide axes (6.7× fewer MACs) the banded forward measured as
-    /// fast as dense on flex and 1.5× slower on ndarray (its width pass is a batch of thin
-    /// GEMMs); it wins clearly only on large axes and in the backward.
+    /// 16 (why: [`burn_deterministic_core::BandPolicy`], the engine's defaults, shared with the
+    /// Burn 0.22 front door).
     pub banded_min_gain: f64,
     /// Bytes one axis' weights may take while built and kept, in the chosen layout. A resize
     /// that cannot fit is refused with [`crate::ResizeError::WeightsTooLarge`] before any
@@ -138,8 +138,8 @@ impl Default for DeterministicConfig {
             policy: RewritePolicy::Auto,
             modes: ModeSet::default(),
             layout: WeightLayout::Auto,
-            block_size: 64,
-            banded_min_gain: 16.0,
+            block_size: BandPolicy::default().block_size,
+            banded_min_gain: BandPolicy::default().min_gain,
             max_weight_bytes: 256 << 20,
             cache_max_entries: 64,
             cache_max_bytes: 256 << 20,

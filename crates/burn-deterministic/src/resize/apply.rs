@@ -14,7 +14,7 @@ use super::weights::read_axis;
 use burn_backend::ops::InterpolateOptions;
 use burn_backend::tensor::{FloatTensor, IntElem, IntTensor};
 use burn_backend::{Backend, DType, Shape, Slice, TensorData, TensorMetadata};
-use burn_deterministic_core::{band_entries, band_shapes, BandShape, Cost, Layout, Stride};
+use burn_deterministic_core::{band_shapes, BandShape, Cost, Layout, Stride};
 use core::ops::Range;
 
 /// The NCHW dimension a map applies along.
@@ -161,24 +161,10 @@ impl<B: Backend> Band<B> {
         device: &B::Device,
     ) -> Self {
         // Within `max_weight_bytes` (checked before any map is built), so it fits a `usize`.
-        let mut values = Vec::with_capacity(band_entries(&shape) as usize);
-        for k in 0..shape.blocks {
-            for r in k * shape.block..(k + 1) * shape.block {
-                for j in 0..shape.width {
-                    values.push(match shape.column(k, j) {
-                        Some(column) if r < shape.rows => weight(r, column),
-                        _ => 0.0,
-                    });
-                }
-            }
-        }
+        let values = shape.entries(weight);
         let data = TensorData::new(values, [shape.blocks, shape.block, shape.width]);
         let indices = shape.stride.is_none().then(|| {
-            let indices: Vec<i64> = (0..shape.blocks)
-                .flat_map(|k| (0..shape.width).map(move |j| (k, j)))
-                .map(|(k, j)| shape.column(k, j).unwrap_or(shape.columns) as i64)
-                .collect();
-            let data = TensorData::new(indices, [shape.blocks * shape.width]);
+            let data = TensorData::new(shape.gather_indices(), [shape.blocks * shape.width]);
             B::int_from_data(data.convert::<IntElem<B>>(), device)
         });
         Self {

@@ -8,7 +8,7 @@ use crate::ResizeError;
 use burn_backend::ops::InterpolateOptions;
 use burn_backend::tensor::FloatTensor;
 use burn_backend::{Backend, DType, TensorMetadata};
-use burn_deterministic_core::{product, reading_bytes, AxisEstimate, Layout};
+use burn_deterministic_core::{product, reading_bytes, AxisEstimate, BandPolicy, Layout};
 
 /// Checks that `x` can be resized to `output_size` under `config`, returning its dims
 /// `[N, C, H, W]`. Runs before any kernel, so bad input fails with a message that names the
@@ -136,10 +136,11 @@ fn choose_layout(
         WeightLayout::Dense => Layout::Dense,
         WeightLayout::Banded => banded,
         WeightLayout::Auto => {
-            let dense_macs = estimate.cost(Layout::Dense, dtype.size()).macs;
-            let banded_macs = estimate.cost(banded, dtype.size()).macs;
-            let saves = dense_macs as f64 >= config.banded_min_gain * banded_macs as f64;
-            if saves || !fits(Layout::Dense) {
+            let policy = BandPolicy {
+                block_size: config.block_size,
+                min_gain: config.banded_min_gain,
+            };
+            if policy.saves(&estimate, dtype.size()) || !fits(Layout::Dense) {
                 banded
             } else {
                 Layout::Dense

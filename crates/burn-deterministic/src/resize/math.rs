@@ -92,22 +92,11 @@ impl<B: Backend> ResizePlan<B> {
     }
 
     /// Whether to resize the height axis first, for a pass that takes `[h, w]` planes to
-    /// `[p, q]` (the adjoint goes from the output size to the input size). Either order is a
-    /// fixed sequence of GEMMs, so both are reproducible; this only picks the cheaper.
-    ///
-    /// Two dense maps: the order with fewer multiply-adds. With a banded map the multiply-adds
-    /// are few and memory traffic decides: a banded width pass is a batch of thin GEMMs over
-    /// every row, so it runs where the planes have fewer rows (measured on flex for
-    /// `[8, 19, 128, 128] → [512, 512]`: a banded width pass over 512 rows costs 4× one over
-    /// 128 rows, while the banded height pass writes its output in one piece either way).
-    fn height_first(&self, [h, w]: [usize; 2], [p, q]: [usize; 2]) -> bool {
-        let mh = self.height.cost().macs as u128;
-        let mw = self.width.cost().macs as u128;
-        let fewer_macs = mh * w as u128 + mw * p as u128 <= mw * h as u128 + mh * q as u128;
-        if self.height.is_dense() && self.width.is_dense() || p == h {
-            fewer_macs
-        } else {
-            p < h
-        }
+    /// `[p, q]` (the adjoint goes from the output size to the input size): the engine's one rule
+    /// ([`burn_deterministic_core::height_first`]), from the maps' costs.
+    fn height_first(&self, from: [usize; 2], to: [usize; 2]) -> bool {
+        let both_dense = self.height.is_dense() && self.width.is_dense();
+        let (height, width) = (self.height.cost().macs, self.width.cost().macs);
+        burn_deterministic_core::height_first(height, width, both_dense, from, to)
     }
 }

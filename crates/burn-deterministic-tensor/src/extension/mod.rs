@@ -1,0 +1,229 @@
+//! Mechanism (b): a Burn 0.22 backend extension. The forward is the selected backend's own
+//! `interpolate` kernel (Burn's output, bit for bit); the backward is a handwritten autodiff step,
+//! `dx[n, c] = Whᵀ · g[n, c] · Ww`, one pass per axis with the maps read for the forward's
+//! geometry, each dense or banded ([`AdjointLayout`]; the passes are in `adjoint.rs`). Burn's
+//! `#[backend_extension]` generates only the routing through its `Dispatch` enum; the `Autodiff`
+//! implementation below is what registers the adjoint.
+//!
+//! Backends: flex (feature `extension-flex`) and the CubeCL backends (feature `extension-wgpu`:
+//! Burn 0.22 has one `Cube` backend type for every CubeCL runtime). An unlisted backend panics
+//! in Burn's routing, so [`try_interpolate`] checks the device first.
+
+mod adjoint;
+
+pub use adjoint::AxisAdjoint;
+
+use burn::backend::autodiff::checkpoint::{base::Checkpointer, strategy::CheckpointStrategy};
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind};
+use burn::backend::autodiff::Autodiff;
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{backend_extension, Backend, Dispatch, DispatchDevice};
+use burn::tensor::ops::InterpolateOptions;
+use burn::tensor::{DType, Device, Tensor};
+use burn_deterministic_core::{AxisEstimate, BandPolicy, Layout};
+use core::num::NonZeroUsize;
+
+use crate::error::output_size;
+use crate::separable::{adjoint_band, axis_matrix, resampling, MAX_MATRIX_BYTES};
+use crate::ResizeError;
+
+#[backend_extension(Autodiff, Flex: cfg(feature = "extension-flex"), Cube: cfg(feature = "extension-wgpu"))]
+pub trait AdjointInterpolateBackend: Backend {
+    /// `x: [N, C, H, W] → [N, C, P, Q]` by the backend's own kernel (`options.output_size` is
+    /// `[P, Q]`). `height` and `width` are the axes' maps as `layouts` says (`Wh: [P, H]` and
+    /// `Ww: [Q, W]`, or the bands of their transposes): unused here, the backward of the
+    /// `Autodiff` implementation multiplies by them.
+    fn adjoint_interpolate(
+        x: FloatTensor<Self>,
+        height: FloatTensor<Self>,
+        width: FloatTensor<Self>,
+        layouts: [AxisAdjoint; 2],
+        options: InterpolateOptions,
+    ) -> FloatTensor<Self> {
+        let _ = (height, width, layouts);
+        let size = options.output_size.expect("the caller sets output_size");
+        Self::interpolate(x, size, options)
+    }
+}
+
+#[cfg(feature = "extension-flex")]
+impl AdjointInterpolateBackend for burn::backend::Flex {}
+
+#[cfg(feature = "extension-wgpu")]
+impl AdjointInterpolateBackend for burn::backend::Cube {}
+
+impl<B: AdjointInterpolateBackend, C: CheckpointStrategy> AdjointInterpolateBackend
+    for Autodiff<B, C>
+{
+    fn adjoint_interpolate(
+        x: FloatTensor<Self>,
+        height: FloatTensor<Self>,
+        width: FloatTensor<Self>,
+        layouts: [AxisAdjoint; 2],
+        options: InterpolateOptions,
+    ) -> FloatTensor<Self> {
+        // The maps are constants of the graph: their own nodes are not followed.
+        let maps = [height.into_primitive(), width.into_primitive()];
+        match AdjointBackward
+            .prepare::<C>([x.node()])
+            .compute_bound()
+            .stateful()
+        {
+            OpsKind::Tracked(prep) => {
+                let [height, width] = maps.clone();
+                let x = x.primitive().clone();
+                let y = B::adjoint_interpolate(x, height, width, layouts.clone(), options);
+                prep.finish((maps, layouts), y)
+            }
+            OpsKind::UnTracked(prep) => {
+                let [height, width] = maps;
+                let y = B::adjoint_interpolate(x.into_primitive(), height, width, layouts, options);
+                prep.finish(y)
+            }
+        }
+    }
+}
+
+/// The backward of [`AdjointInterpolateBackend::adjoint_interpolate`]: its state is the axes'
+/// maps and their layouts.
+#[derive(Debug)]
+struct AdjointBackward;
+
+impl<B: Backend> Backward<B, 1> for AdjointBackward {
+    type State = ([FloatTensor<B>; 2], [AxisAdjoint; 2]);
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [parent] = ops.parents;
+        let g = grads.consume::<B>(&ops.node);
+        if let Some(parent) = parent {
+            let (maps, layouts) = ops.state;
+            grads.register::<B>(parent.id, adjoint::adjoint::<B>(g, maps, &layouts));
+        }
+    }
+}
+
+/// How mechanism (b)'s backward stores each axis' adjoint map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AdjointLayout {
+    /// Per axis, banded where that saves at least 16× the dense multiply-adds (blocks of 64
+    /// outputs: the engine's [`BandPolicy`], the same as the Burn 0.21 decorator's) or where the
+    /// dense map would not fit; dense otherwise.
+    #[default]
+    Auto,
+    /// One `[output, input]` matrix per axis: one GEMM per axis.
+    Dense,
+    /// The band of `Wᵀ` laid out from blocks of `block_size` outputs (each block of inputs reads
+    /// only the outputs whose taps touch it): `taps × size` multiply-adds per axis instead of
+    /// `size²`. `block_size: 1` keeps windows exact: a non-finite gradient value reaches only
+    /// the inputs whose taps it touches.
+    Banded { block_size: NonZeroUsize },
+}
+
+/// [`crate::interpolate`] by mechanism (b): Burn's own forward kernel, this crate's adjoint as
+/// the backward. The same results as mechanism (a) to rounding (the forward is bit for bit
+/// Burn's), on flex and the CubeCL backends.
+///
+/// # Panics
+///
+/// Where [`try_interpolate`] returns an error, with its message.
+pub fn interpolate(x: Tensor<4>, options: InterpolateOptions) -> Tensor<4> {
+    try_interpolate(x, options).unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// [`interpolate`], with bad options, and a backend this mechanism does not route to (Burn's
+/// routing would panic), returned as an error before any kernel runs. The adjoint's layout is
+/// [`AdjointLayout::Auto`].
+pub fn try_interpolate(
+    x: Tensor<4>,
+    options: InterpolateOptions,
+) -> Result<Tensor<4>, ResizeError> {
+    try_interpolate_with(x, options, AdjointLayout::Auto)
+}
+
+/// [`try_interpolate`] with the adjoint's layout chosen by the caller. The layout changes the
+/// gradient's rounding only (the same weights, summed in other groups), never its determinism;
+/// the forward is Burn's kernel either way.
+pub fn try_interpolate_with(
+    x: Tensor<4>,
+    options: InterpolateOptions,
+    layout: AdjointLayout,
+) -> Result<Tensor<4>, ResizeError> {
+    let device = x.device().inner();
+    if !routed(device.as_dispatch()) {
+        return Err(ResizeError::NotRouted {
+            device: format!("{device:?}"),
+        });
+    }
+    let [_, _, h, w] = x.dims();
+    let [p, q] = output_size([h, w], &options)?;
+    let (device, dtype) = (x.device(), x.dtype());
+    let (height, height_layout) = axis_map(h, p, &options, dtype, &device, layout)?;
+    let (width, width_layout) = axis_map(w, q, &options, dtype, &device, layout)?;
+    let options = InterpolateOptions {
+        output_size: Some([p, q]),
+        scale_factor: None,
+        ..options
+    };
+    Ok(Tensor::from_dispatch(
+        <Dispatch as AdjointInterpolateBackend>::adjoint_interpolate(
+            x.into_dispatch(),
+            height,
+            width,
+            [height_layout, width_layout],
+            options,
+        ),
+    ))
+}
+
+/// One axis' map for the backward, in the layout `requested` resolves to, with that layout.
+fn axis_map(
+    input: usize,
+    output: usize,
+    options: &InterpolateOptions,
+    dtype: DType,
+    device: &Device,
+    requested: AdjointLayout,
+) -> Result<(FloatTensor<Dispatch>, AxisAdjoint), ResizeError> {
+    let block_size = match requested {
+        AdjointLayout::Dense => None,
+        AdjointLayout::Banded { block_size } => Some(block_size.get()),
+        AdjointLayout::Auto => {
+            let too_large = ResizeError::TooLarge {
+                rows: output,
+                columns: input,
+            };
+            let estimate =
+                AxisEstimate::new(input, output, resampling(options)).ok_or(too_large)?;
+            let dense_bytes = estimate.cost(Layout::Dense, dtype.size()).kept_bytes;
+            let policy = BandPolicy::default();
+            let banded = policy.saves(&estimate, dtype.size()) || dense_bytes > MAX_MATRIX_BYTES;
+            banded.then_some(policy.block_size)
+        }
+    };
+    Ok(match block_size {
+        None => {
+            let matrix = axis_matrix(input, output, options, dtype, device)?;
+            (matrix.into_dispatch(), AxisAdjoint::Dense)
+        }
+        Some(block_size) => {
+            let band = adjoint_band(input, output, options, dtype, device, block_size)?;
+            (
+                band.weights.into_dispatch(),
+                AxisAdjoint::Banded(band.shape),
+            )
+        }
+    })
+}
+
+/// Whether the backend of a (non-autodiff) device is one this extension is implemented for.
+fn routed(device: &DispatchDevice) -> bool {
+    match device {
+        #[cfg(feature = "extension-flex")]
+        DispatchDevice::Flex(_) => true,
+        #[cfg(feature = "extension-wgpu")]
+        DispatchDevice::Cube(_) => true,
+        #[allow(unreachable_patterns)]
+        _ => false,
+    }
+}
