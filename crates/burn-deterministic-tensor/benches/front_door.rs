@@ -187,6 +187,18 @@ fn median(group: &str, id: &str) -> Option<f64> {
     Some(estimates["median"]["point_estimate"].as_f64()? * 1e-9)
 }
 
+/// One line: `label`'s median, `baseline`'s, and their ratio, when both ran.
+fn print_ratio(group: &str, label: &str, baseline: &str) {
+    if let (Some(theirs), Some(ours)) = (median(group, baseline), median(group, label)) {
+        println!(
+            "{group:34} {label:11} {:9.3} ms  {baseline:17} {:9.3} ms  ×{:.2}",
+            ours * 1e3,
+            theirs * 1e3,
+            ours / theirs
+        );
+    }
+}
+
 fn print_ratios() {
     println!("\nmechanism / burn (medians of this run; < 1: this crate is faster)");
     for name in ["flex", "wgpu"] {
@@ -198,16 +210,7 @@ fn print_ratios() {
             ] {
                 let group = format!("{kind}/{name}/{mode}");
                 for (label, _) in mechanisms() {
-                    if let (Some(theirs), Some(ours)) =
-                        (median(&group, baseline), median(&group, label))
-                    {
-                        println!(
-                            "{group:34} {label:11} {:9.3} ms  {baseline:17} {:9.3} ms  ×{:.2}",
-                            ours * 1e3,
-                            theirs * 1e3,
-                            ours / theirs
-                        );
-                    }
+                    print_ratio(&group, label, baseline);
                 }
             }
         }
@@ -220,16 +223,7 @@ fn print_layout_ratios() {
         let group = format!("adjoint_layouts/{name}/bilinear");
         for baseline in ["burn", "burn_forward_only"] {
             for label in ["a_matmul", "b_dense", "b_banded"] {
-                if let (Some(theirs), Some(ours)) =
-                    (median(&group, baseline), median(&group, label))
-                {
-                    println!(
-                        "{group:34} {label:11} {:9.3} ms  {baseline:17} {:9.3} ms  ×{:.2}",
-                        ours * 1e3,
-                        theirs * 1e3,
-                        ours / theirs
-                    );
-                }
+                print_ratio(&group, label, baseline);
             }
         }
         if let (Some(dense), Some(banded)) = (median(&group, "b_dense"), median(&group, "b_banded"))
