@@ -113,6 +113,7 @@ pub(crate) fn axis_matrix(
 /// The band of one axis' `Wᵀ: [input, output]` (mechanism (b)'s banded adjoint), from blocks of
 /// `block_size` outputs: its entries `[blocks, block, width]` on `device` in `dtype` and its
 /// geometry (both from `burn-deterministic-core`), from the cache or read off Burn's kernel.
+/// `estimate` is the axis' cost estimate (the caller's, which chose the layout from it).
 #[cfg(any(feature = "extension-flex", feature = "extension-wgpu"))]
 pub(crate) fn adjoint_band(
     input: usize,
@@ -121,16 +122,14 @@ pub(crate) fn adjoint_band(
     dtype: DType,
     device: &Device,
     block_size: usize,
+    estimate: &AxisEstimate,
 ) -> Result<AdjointBand, ResizeError> {
-    let too_large = ResizeError::TooLarge {
-        rows: input,
-        columns: output,
-    };
     let layout = Layout::Banded { block_size };
-    let estimate =
-        AxisEstimate::new(input, output, resampling(options)).ok_or(too_large.clone())?;
     if estimate.peak_bytes(layout, dtype.size()) > MAX_MATRIX_BYTES {
-        return Err(too_large);
+        return Err(ResizeError::TooLarge {
+            rows: output,
+            columns: input,
+        });
     }
     cached(
         input,

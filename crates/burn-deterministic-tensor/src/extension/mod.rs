@@ -185,29 +185,32 @@ fn axis_map(
     device: &Device,
     requested: AdjointLayout,
 ) -> Result<(FloatTensor<Dispatch>, AxisAdjoint), ResizeError> {
-    let block_size = match requested {
+    // The axis' cost estimate, for the layouts that need one (built once: it lists every
+    // output's taps).
+    let estimate = || {
+        AxisEstimate::new(input, output, resampling(options)).ok_or(ResizeError::TooLarge {
+            rows: output,
+            columns: input,
+        })
+    };
+    let banded = match requested {
         AdjointLayout::Dense => None,
-        AdjointLayout::Banded { block_size } => Some(block_size.get()),
+        AdjointLayout::Banded { block_size } => Some((block_size.get(), estimate()?)),
         AdjointLayout::Auto => {
-            let too_large = ResizeError::TooLarge {
-                rows: output,
-                columns: input,
-            };
-            let estimate =
-                AxisEstimate::new(input, output, resampling(options)).ok_or(too_large)?;
+            let estimate = estimate()?;
             let dense_bytes = estimate.cost(Layout::Dense, dtype.size()).kept_bytes;
             let policy = BandPolicy::default();
             let banded = policy.saves(&estimate, dtype.size()) || dense_bytes > MAX_MATRIX_BYTES;
-            banded.then_some(policy.block_size)
+            banded.then_some((policy.block_size, estimate))
         }
     };
-    Ok(match block_size {
+    Ok(match banded {
         None => {
             let matrix = axis_matrix(input, output, options, dtype, device)?;
             (matrix.into_dispatch(), AxisAdjoint::Dense)
         }
-        Some(block_size) => {
-            let band = adjoint_band(input, output, options, dtype, device, block_size)?;
+        Some((block_size, estimate)) => {
+            let band = adjoint_band(input, output, options, dtype, device, block_size, &estimate)?;
             (
                 band.weights.into_dispatch(),
                 AxisAdjoint::Banded(band.shape),
