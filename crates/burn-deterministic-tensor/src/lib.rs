@@ -29,7 +29,15 @@
 //! would panic on are refused by [`try_interpolate`] with a [`ResizeError`] naming the problem,
 //! and so is a mode the device's backend has no forward kernel for (there are no weights to
 //! read: flex 0.22.1 has no nearest-exact, wgpu has).
+//!
+//! Bit-reproducible across processes on a CubeCL device (wgpu, cuda, rocm) only with `burn`
+//! built without its default `autotune` feature: autotune picks each matmul kernel by timing,
+//! and the candidates add in different orders. With feature `autotune-check` (on with
+//! `extension-wgpu`), [`autotune`] says so once on stderr at the first resize on such a device,
+//! and [`autotune::check`] lets a training fail early instead.
 
+#[cfg(feature = "autotune-check")]
+pub mod autotune;
 mod error;
 #[cfg(any(feature = "extension-flex", feature = "extension-wgpu"))]
 pub mod extension;
@@ -60,5 +68,7 @@ pub fn try_interpolate(
     options: InterpolateOptions,
 ) -> Result<Tensor<4>, ResizeError> {
     let maps = separable::axis_maps(&x, &options)?;
+    #[cfg(feature = "autotune-check")]
+    autotune::announce_once(&x.device());
     Ok(separable::resize(x, maps))
 }

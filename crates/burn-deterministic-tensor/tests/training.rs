@@ -3,8 +3,10 @@
 //! promise there: the same parameters, bit for bit, from separate processes.
 //!
 //! Controls: Burn's own `interpolate` in the same training panics (so the test exercises what
-//! this crate adds), and a plain full `sum()` on the same backend gives different bits across
-//! processes (so the two-process comparison can see drift where there is some).
+//! this crate adds), and a plain op that ends in float atomics (a deformable convolution's
+//! input gradient) on the same backend gives different bits across processes (so the
+//! two-process comparison can see drift where there is some). Every child process starts with
+//! an empty autotune cache.
 
 mod common;
 
@@ -73,16 +75,18 @@ fn child_process_helper() {
         "flex" => common::flex(),
         other => panic!("unknown backend {other}"),
     };
-    if what == "sum" {
-        // 4 Mi uniform floats, summed six times: CubeCL's full sum ends in float atomics.
-        let n = 4 << 20;
-        let x = Tensor::<1>::from_data(
-            burn::tensor::TensorData::new(uniform(99, n), [n]),
-            (&device.clone().inner(), DType::F32),
-        );
-        for _ in 0..6 {
-            println!("SUM={}", bits_hash([x.clone().sum()]));
+    if what == "deform" {
+        for _ in 0..3 {
+            println!(
+                "DEFORM={}",
+                bits_hash([crowded_deform_conv_input_grad(&device)])
+            );
         }
+        return;
+    }
+    #[cfg(feature = "autotune-check")]
+    if what == "autotune" {
+        autotune_child(&device);
         return;
     }
     let (kind, mode) = what.split_once('-').expect("what is kind-mode");
@@ -111,6 +115,84 @@ fn child_process_helper() {
     println!("HASH={hash}");
     println!("FIRST_LOSS={}", losses[0]);
     println!("LAST_LOSS={}", losses[STEPS - 1]);
+}
+
+/// The input gradient of a deformable convolution whose offsets pull every sample of a large,
+/// padded output onto the same fractional point of a `[1, 2, 6, 6]` input, so each of its four
+/// neighbours receives about 12 000 contributions. CubeCL 0.22.1 adds them with float atomics
+/// (`deform_col2img` in burn-cubecl's `deform_conv_transpose2d.rs`), in every feature set.
+fn crowded_deform_conv_input_grad(device: &Device) -> Tensor<4> {
+    use burn::tensor::module::deform_conv2d;
+    use burn::tensor::ops::DeformConvOptions;
+    let (channels, size, kernel, padding) = (2, 6, 3, 16);
+    let out = size + 2 * padding - (kernel - 1);
+    let taps = kernel * kernel;
+    let x = tensor(
+        &uniform(11, channels * size * size),
+        [1, channels, size, size],
+        DType::F32,
+        device,
+    )
+    .require_grad();
+    let weight = tensor(
+        &uniform(12, channels * channels * taps),
+        [channels, channels, kernel, kernel],
+        DType::F32,
+        device,
+    );
+    // Offset channel `2 * tap + axis` (axis 0: rows) moves the tap's grid position to 2.3.
+    let offsets: Vec<f64> = (0..2 * taps * out * out)
+        .map(|i| {
+            let (pixel, channel) = (i % (out * out), i / (out * out));
+            let (tap, axis) = (channel / 2, channel % 2);
+            let (out_pos, tap_pos) = match axis {
+                0 => (pixel / out, tap / kernel),
+                _ => (pixel % out, tap % kernel),
+            };
+            2.3 - (out_pos + tap_pos) as f64 + padding as f64
+        })
+        .collect();
+    let offset = tensor(&offsets, [1, 2 * taps, out, out], DType::F32, device);
+    let upstream = tensor(
+        &uniform(13, channels * out * out),
+        [1, channels, out, out],
+        DType::F32,
+        device,
+    );
+    let options = DeformConvOptions::new([1, 1], [padding, padding], [1, 1], 1, 1);
+    let y = deform_conv2d(x.clone(), offset, weight, None, None, options);
+    let gradients = (y * upstream).sum().backward();
+    x.grad(&gradients).expect("x has a gradient")
+}
+
+/// What `burn_deterministic_tensor::autotune` says in a fresh process, after a resize on flex,
+/// a matmul large enough to be tuned on `device`, and two resizes there.
+#[cfg(feature = "autotune-check")]
+fn autotune_child(device: &Device) {
+    use burn_deterministic_tensor::autotune;
+    let verdict = |device: &Device| match autotune::check(device) {
+        Ok(()) => "ok".to_string(),
+        Err(hazard) => format!("hazard:{}", hazard.backend),
+    };
+    println!("COMPILED_IN={}", autotune::compiled_in());
+    let flex = common::flex().autodiff();
+    println!("CHECK_FLEX={}", verdict(&flex));
+    println!("CHECK_DEVICE={}", verdict(device));
+    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([16, 16]);
+    let x = |device: &Device| tensor(&uniform(4, 2 * 8 * 8), [1, 2, 8, 8], DType::F32, device);
+    values(burn_deterministic_tensor::interpolate(
+        x(&flex),
+        options.clone(),
+    ));
+    eprintln!("AFTER_FLEX_RESIZE");
+    let a = tensor(&uniform(5, 256 * 256), [1, 1, 256, 256], DType::F32, device);
+    values(a.clone().matmul(a));
+    for _ in 0..2 {
+        values(burn_deterministic_tensor::interpolate(
+            x(device),
+            options.clone(),
+        ));
+    }
 }
 
 fn assert_trains_reproducibly(backend: &str, mode: &str) {
@@ -220,20 +302,67 @@ mod wgpu {
         }
     }
 
-    /// The negative control of the comparisons above: on the same backend, a plain full sum
-    /// gives different bits across 5 processes × 6 repeats.
+    /// `autotune::compiled_in` and `check` against what CubeCL itself reports (its autotune log,
+    /// on stderr in a child with an empty cache: "Fastest result" for every tuned kernel), and
+    /// the notice: printed once, at the first resize on the autotuned device, never for flex.
+    /// In CI's build (no `autotune`) every answer is "no"; with Burn's default features, "yes".
+    #[cfg(feature = "autotune-check")]
     #[test]
-    fn plain_full_sum_drifts_across_processes() {
+    fn autotune_check_agrees_with_cubecl_and_announces_once() {
+        let (succeeded, stdout, stderr) =
+            common::child_output_with(HELPER, "wgpu/autotune", &[("CUBECL_DEBUG_LOG", "stderr")]);
+        // Kernel sources fill the log: show its end only.
+        let lines: Vec<&str> = stderr.lines().collect();
+        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+        assert!(succeeded, "child failed:\n{stdout}\n…{tail}");
+        assert!(
+            stderr.contains("[START_KERNEL_COMPILATION]"),
+            "CubeCL logged no kernel compilation to stderr: its autotune log cannot be read\n{tail}"
+        );
+        let tuned = stderr.contains("Fastest result");
+        let compiled_in: bool = values_of(&stdout, "COMPILED_IN")[0]
+            .parse()
+            .expect("a bool");
+        assert_eq!(compiled_in, tuned, "CubeCL autotuned: {tuned}");
+        assert_eq!(values_of(&stdout, "CHECK_FLEX"), ["ok"]);
+        let device_verdict = &values_of(&stdout, "CHECK_DEVICE")[0];
+        assert_eq!(
+            device_verdict.starts_with("hazard:cubecl<")
+                || device_verdict.starts_with("hazard:fusion<cubecl<"),
+            tuned,
+            "{device_verdict}"
+        );
+        let notice = "is built with CubeCL autotune";
+        let notices: Vec<&str> = stderr.lines().filter(|l| l.contains(notice)).collect();
+        assert_eq!(notices.len(), usize::from(tuned), "{notices:?}");
+        if tuned {
+            let after_flex = stderr
+                .find("AFTER_FLEX_RESIZE")
+                .expect("the child's marker");
+            assert!(stderr.find(notice).expect("the notice") > after_flex);
+        }
+        eprintln!("autotune in this build: {tuned}");
+    }
+
+    /// The negative control of the comparisons above: on the same backend and build, a plain
+    /// op that ends in float atomics gives different bits across 5 processes × 3 repeats.
+    /// (With Burn's default features the full `sum()` is no such control any more: autotune
+    /// picks an atomic-free reduction on llvmpipe, and it gave one value in every process.)
+    #[test]
+    fn plain_deform_conv_input_grad_drifts_across_processes() {
         let mut seen: Vec<String> = (0..5)
-            .flat_map(|_| values_of(&run_child(HELPER, "wgpu/sum"), "SUM"))
+            .flat_map(|_| values_of(&run_child(HELPER, "wgpu/deform"), "DEFORM"))
             .collect();
-        assert_eq!(seen.len(), 30);
+        assert_eq!(seen.len(), 15);
         seen.sort();
         seen.dedup();
-        eprintln!("plain wgpu sum: {} distinct value(s) in 30", seen.len());
+        eprintln!(
+            "plain wgpu deform_conv2d input gradient: {} distinct value(s) in 15",
+            seen.len()
+        );
         assert!(
             seen.len() > 1,
-            "the plain sum did not drift: the two-process comparison is not shown able to fail"
+            "the plain deform_conv2d gradient did not drift: the two-process comparison is not shown able to fail"
         );
     }
 }

@@ -160,6 +160,8 @@ pub fn try_interpolate_with(
     let (device, dtype) = (x.device(), x.dtype());
     let (height, height_layout) = axis_map(h, p, &options, dtype, &device, layout)?;
     let (width, width_layout) = axis_map(w, q, &options, dtype, &device, layout)?;
+    #[cfg(feature = "autotune-check")]
+    crate::autotune::announce_once(&device);
     let options = InterpolateOptions {
         output_size: Some([p, q]),
         scale_factor: None,

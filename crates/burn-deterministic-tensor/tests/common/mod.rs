@@ -196,6 +196,11 @@ pub fn values_of(stdout: &str, key: &str) -> Vec<String> {
 /// Runs the ignored test `helper` for `case` in a new process: whether it succeeded, and its
 /// stdout and stderr.
 pub fn child_output(helper: &str, case: &str) -> (bool, String, String) {
+    child_output_with(helper, case, &[])
+}
+
+/// [`child_output`] with more environment variables for the child.
+pub fn child_output_with(helper: &str, case: &str, env: &[(&str, &str)]) -> (bool, String, String) {
     let output = Command::new(std::env::current_exe().expect("the test binary"))
         .args([
             "--exact",
@@ -205,6 +210,10 @@ pub fn child_output(helper: &str, case: &str) -> (bool, String, String) {
             "--test-threads=1",
         ])
         .env(CASE_ENV, case)
+        // A fresh autotune cache: the child tunes every kernel itself instead of reading the
+        // choices an earlier process persisted under target/ (Burn's default features).
+        .env("CUBECL_AUTOTUNE_CACHE", "0")
+        .envs(env.iter().copied())
         .output()
         .expect("child test process starts");
     (
