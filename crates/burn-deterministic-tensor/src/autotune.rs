@@ -31,7 +31,8 @@ pub fn compiled_in() -> bool {
 /// Bits on `backend` can depend on CubeCL's autotune cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AutotuneHazard {
-    /// The name Burn gives the device's backend (`cubecl<wgpu<…>>`, `fusion<cubecl<…>>`).
+    /// The name Burn gives the device's backend, e.g. `dispatch<autodiff<fusion<cubecl<wgpu<wgsl>>>>>`
+    /// (measured with Burn's default features).
     pub backend: String,
 }
 
@@ -54,15 +55,16 @@ impl core::fmt::Display for AutotuneHazard {
 
 impl std::error::Error for AutotuneHazard {}
 
-/// `Err` when bits on `device` (plain or autodiff: Burn names the backend it wraps) can depend on the autotune cache: a CubeCL
-/// device in a build with autotune. Call it before training to fail early.
+/// `Err` when bits on `device` (plain or autodiff: Burn names the backend it wraps) can depend
+/// on the autotune cache: a CubeCL device in a build with autotune. Call it before training to
+/// fail early.
 pub fn check(device: &Device) -> Result<(), AutotuneHazard> {
     if !compiled_in() {
         return Ok(());
     }
     let backend = Dispatch::name(device.as_dispatch());
-    // Burn names a CubeCL backend `cubecl<runtime>` (under `fusion<…>` with fusion on); the
-    // device's variant itself is only visible to crates built with the same backend features.
+    // Burn names a CubeCL backend `cubecl<runtime>`, nested in `dispatch<…>`, `autodiff<…>` and
+    // `fusion<…>`; the device's variant itself is only visible to crates built with the same backend features.
     if backend.contains("cubecl<") {
         Err(AutotuneHazard { backend })
     } else {
