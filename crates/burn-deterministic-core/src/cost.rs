@@ -95,6 +95,18 @@ impl Default for BandPolicy {
 }
 
 impl BandPolicy {
+    /// The bar for a backward that multiplies by the adjoint map (the Burn 0.22 front door's
+    /// mechanism (b)): blocks of 64 outputs, banded from an 8× saving. Measured on 4× bilinear
+    /// upsamples, forward + backward (`front_door` bench, `adjoint_layouts`, session 16), banded
+    /// over dense: on flex ×0.80, ×0.64 and ×0.43 where the band saves 3.0×, 6.4× and 12.8× the
+    /// multiply-adds; on wgpu (llvmpipe) ×1.51, ×1.19 and ×0.62. 8× bands where both won.
+    pub fn adjoint() -> Self {
+        Self {
+            min_gain: 8.0,
+            ..Self::default()
+        }
+    }
+
     /// The banded layout with this policy's blocks.
     pub fn banded(&self) -> Layout {
         Layout::Banded {
@@ -297,5 +309,22 @@ mod tests {
         assert!(estimate.peak_bytes(banded, F32) > kept);
         let dense = estimate.cost(Layout::Dense, F32).kept_bytes;
         assert_eq!(dense, 1000 * 4);
+    }
+
+    /// The adjoint's bar bands a 4× bilinear upsample of a 256-wide axis (12.8× fewer
+    /// multiply-adds: faster banded on flex and llvmpipe) and not of a 128-wide one (6.4×: slower
+    /// banded on llvmpipe); the forward's 16× bar bands neither.
+    #[test]
+    fn the_adjoint_bar_bands_from_an_eight_fold_saving() {
+        let bilinear = Resampling {
+            mode: Mode::Bilinear,
+            align_corners: false,
+        };
+        let estimate = |size: usize| AxisEstimate::new(size, 4 * size, bilinear).unwrap();
+        let (adjoint, forward) = (BandPolicy::adjoint(), BandPolicy::default());
+        assert_eq!(adjoint.block_size, forward.block_size);
+        assert!(adjoint.saves(&estimate(256), F32));
+        assert!(!adjoint.saves(&estimate(128), F32));
+        assert!(!forward.saves(&estimate(256), F32));
     }
 }

@@ -14,8 +14,9 @@
 //! ```
 //!
 //! - `adjoint_layouts` (with the `extension-*` features): mechanism (b)'s backward with the dense
-//!   and the banded adjoint on a large axis, `[1, 4, 256, 256] → [1024, 1024]` bilinear, against
-//!   the same baselines.
+//!   and the banded adjoint on 4× bilinear upsamples of 64-, 128- and 256-wide axes (the same
+//!   number of output elements each: `[1, 64, 64, 64] → [256, 256]` to
+//!   `[1, 4, 256, 256] → [1024, 1024]`), against the same baselines: where the band starts to pay.
 //!
 //! At the end it prints every `mechanism / burn` ratio of medians, read from criterion's own
 //! estimates of this run, and banded / dense.
@@ -102,24 +103,35 @@ fn bench_device(c: &mut Criterion, name: &str, device: &Device) {
     }
 }
 
-/// Mechanism (b)'s adjoint layouts on a large axis (see the module docs), forward + backward.
+/// Mechanism (b)'s adjoint layouts on a 4× bilinear upsample of `size`-wide axes (see the module
+/// docs), forward + backward. The planes shrink as the axes grow (`4 · (256 / size)²` of them),
+/// so every size moves the same number of output elements and only the axis length, hence the
+/// band's saving of multiply-adds, changes.
 #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
-fn bench_adjoint_layouts(c: &mut Criterion, name: &str, device: &Device) {
+fn bench_adjoint_layouts(c: &mut Criterion, name: &str, device: &Device, size: usize) {
     use burn_deterministic_tensor::extension::{try_interpolate_with, AdjointLayout};
-    let x = tensor(&uniform(3, 4 * 256 * 256), LARGE, DType::F32, device).autodiff();
-    let g = tensor(
-        &uniform(4, 4 * 1024 * 1024),
-        [1, 4, 1024, 1024],
+    let planes = layout_planes(size);
+    let x = tensor(
+        &uniform(3, planes * size * size),
+        [1, planes, size, size],
         DType::F32,
         device,
     )
     .autodiff();
-    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([1024, 1024]);
+    let g = tensor(
+        &uniform(4, planes * 16 * size * size),
+        [1, planes, 4 * size, 4 * size],
+        DType::F32,
+        device,
+    )
+    .autodiff();
+    let options =
+        InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([4 * size, 4 * size]);
     let dense: Resize = |x, options| {
         try_interpolate_with(x, options, AdjointLayout::Dense).expect("a valid resize")
     };
     let banded: Resize = |x, options| {
-        let block_size = core::num::NonZeroUsize::new(64).expect("64 > 0");
+        let block_size = core::num::NonZeroUsize::new(LAYOUT_BLOCK).expect("a block > 0");
         try_interpolate_with(x, options, AdjointLayout::Banded { block_size })
             .expect("a valid resize")
     };
@@ -130,7 +142,7 @@ fn bench_adjoint_layouts(c: &mut Criterion, name: &str, device: &Device) {
         device.sync().expect("device sync");
         dx
     };
-    let mut group = c.benchmark_group(format!("adjoint_layouts/{name}/bilinear"));
+    let mut group = c.benchmark_group(layout_group(name, size));
     if name == "flex" {
         group.bench_function("burn", |b| {
             b.iter(|| step(burn::tensor::module::interpolate))
@@ -153,9 +165,25 @@ fn bench_adjoint_layouts(c: &mut Criterion, name: &str, device: &Device) {
     group.finish();
 }
 
-/// The large input of `adjoint_layouts`.
+/// The axis sizes of `adjoint_layouts` (each upsampled 4×): the band saves 3.0×, 6.4× and
+/// 12.8× the dense multiply-adds there (printed with the ratios).
 #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
-const LARGE: [usize; 4] = [1, 4, 256, 256];
+const LAYOUT_SIZES: [usize; 3] = [64, 128, 256];
+
+/// Outputs per block of the banded adjoint in `adjoint_layouts` (the engine's default policy).
+#[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
+const LAYOUT_BLOCK: usize = 64;
+
+/// Planes of the `adjoint_layouts` input with `size`-wide axes.
+#[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
+fn layout_planes(size: usize) -> usize {
+    4 * (256 / size).pow(2)
+}
+
+#[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
+fn layout_group(name: &str, size: usize) -> String {
+    format!("adjoint_layouts/{name}/bilinear_{size}to{}", 4 * size)
+}
 
 /// This crate's mechanisms: (a) always, (b) with the `extension-*` features.
 fn mechanisms() -> Vec<(&'static str, Resize)> {
@@ -217,18 +245,38 @@ fn print_ratios() {
     }
 }
 
-/// The `adjoint_layouts` ratios: each against Burn's baseline, and banded / dense.
+/// The `adjoint_layouts` ratios: each against Burn's baseline, and banded / dense next to the
+/// band's saving of multiply-adds on that axis (the engine's cost model).
+#[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
 fn print_layout_ratios() {
+    use burn_deterministic_core::{AxisEstimate, Layout, Mode, Resampling};
+    println!("\nadjoint layouts (medians of this run)");
     for name in ["flex", "wgpu"] {
-        let group = format!("adjoint_layouts/{name}/bilinear");
-        for baseline in ["burn", "burn_forward_only"] {
-            for label in ["a_matmul", "b_dense", "b_banded"] {
-                print_ratio(&group, label, baseline);
+        for size in LAYOUT_SIZES {
+            let group = layout_group(name, size);
+            for baseline in ["burn", "burn_forward_only"] {
+                for label in ["a_matmul", "b_dense", "b_banded"] {
+                    print_ratio(&group, label, baseline);
+                }
             }
-        }
-        if let (Some(dense), Some(banded)) = (median(&group, "b_dense"), median(&group, "b_banded"))
-        {
-            println!("{group:34} b_banded / b_dense ×{:.2}", banded / dense);
+            let resampling = Resampling {
+                mode: Mode::Bilinear,
+                align_corners: false,
+            };
+            let estimate = AxisEstimate::new(size, 4 * size, resampling).expect("a small axis");
+            let macs = |layout| estimate.cost(layout, 4).macs as f64;
+            let saving = macs(Layout::Dense)
+                / macs(Layout::Banded {
+                    block_size: LAYOUT_BLOCK,
+                });
+            if let (Some(dense), Some(banded)) =
+                (median(&group, "b_dense"), median(&group, "b_banded"))
+            {
+                println!(
+                    "{group:34} b_banded / b_dense ×{:.2}  (band saves {saving:.1}× the multiply-adds)",
+                    banded / dense
+                );
+            }
         }
     }
 }
@@ -248,9 +296,12 @@ fn main() {
     bench_device(&mut c, "wgpu", &wgpu);
     #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
     for (name, device) in [("flex", Device::flex()), ("wgpu", wgpu.clone())] {
-        bench_adjoint_layouts(&mut c, name, &device);
+        for size in LAYOUT_SIZES {
+            bench_adjoint_layouts(&mut c, name, &device, size);
+        }
     }
     c.final_summary();
     print_ratios();
+    #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
     print_layout_ratios();
 }

@@ -246,8 +246,9 @@ fn exact_band_keeps_a_nan_gradient_to_its_taps() {
     }
 }
 
-/// `Auto` bands an axis where that saves ≥ 16× the multiply-adds (a 4× upsample of a 1024-wide
-/// axis) and keeps small axes dense: seen through where a NaN in the gradient spreads, which
+/// `Auto` bands an axis where that saves ≥ 8× the multiply-adds (4× upsamples of 1024- and
+/// 256-wide axes; the 256-wide one saves 12.8×, under the forward's 16× bar) and keeps small
+/// axes dense: seen through where a NaN in the gradient spreads, which
 /// only the layout decides (blocks of 64 confine it to a few windows; dense spreads it along
 /// the whole axis).
 #[test]
@@ -269,7 +270,24 @@ fn auto_layout_bands_large_axes_only() {
         band < 200 && dense == 2 * 1024,
         "banded {band}, dense {dense}"
     );
-    // [8, 8] → [16, 16] saves far less than 16×: dense.
+    // A 256 → 1024 axis saves 12.8×: banded too.
+    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([2, 1024]);
+    let x = tensor(&uniform(8, 2 * 256), [1, 1, 2, 256], DType::F32, &device);
+    let mut g = vec![0.5; 2 * 1024];
+    g[1024 + 500] = f64::NAN;
+    let g = tensor(&g, [1, 1, 2, 1024], DType::F32, &device);
+    let spread = |layout| non_finite(&gradient(&x, &g, &options, layout).1).len();
+    let (auto, band, dense) = (
+        spread(AdjointLayout::Auto),
+        spread(banded(64)),
+        spread(AdjointLayout::Dense),
+    );
+    assert_eq!(auto, band, "auto should band the 256 → 1024 axis");
+    assert!(
+        band < dense && dense == 2 * 256,
+        "banded {band}, dense {dense}"
+    );
+    // [8, 8] → [16, 16] saves far less than 8×: dense.
     let small = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([16, 16]);
     let x = tensor(&uniform(7, 64), [1, 1, 8, 8], DType::F32, &device);
     let mut g = vec![0.5; 256];

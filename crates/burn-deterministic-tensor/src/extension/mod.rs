@@ -106,9 +106,9 @@ impl<B: Backend> Backward<B, 1> for AdjointBackward {
 /// How mechanism (b)'s backward stores each axis' adjoint map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AdjointLayout {
-    /// Per axis, banded where that saves at least 16× the dense multiply-adds (blocks of 64
-    /// outputs: the engine's [`BandPolicy`], the same as the Burn 0.21 decorator's) or where the
-    /// dense map would not fit; dense otherwise.
+    /// Per axis, banded where that saves at least 8× the dense multiply-adds (blocks of 64
+    /// outputs: the engine's [`BandPolicy::adjoint`], measured on this backward; the Burn 0.21
+    /// decorator's forward bar is 16×) or where the dense map would not fit; dense otherwise.
     #[default]
     Auto,
     /// One `[output, input]` matrix per axis: one GEMM per axis.
@@ -201,7 +201,7 @@ fn axis_map(
         AdjointLayout::Auto => {
             let estimate = estimate()?;
             let dense_bytes = estimate.cost(Layout::Dense, dtype.size()).kept_bytes;
-            let policy = BandPolicy::default();
+            let policy = BandPolicy::adjoint();
             let banded = policy.saves(&estimate, dtype.size()) || dense_bytes > MAX_MATRIX_BYTES;
             banded.then_some((policy.block_size, estimate))
         }
