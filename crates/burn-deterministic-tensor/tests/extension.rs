@@ -254,34 +254,35 @@ fn exact_band_keeps_a_nan_gradient_to_its_taps() {
 #[test]
 fn auto_layout_bands_large_axes_only() {
     let device = common::flex();
-    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([2, 4096]);
-    let x = tensor(&uniform(6, 2 * 1024), [1, 1, 2, 1024], DType::F32, &device);
-    let mut g = vec![0.5; 2 * 4096];
-    g[4096 + 2000] = f64::NAN;
-    let g = tensor(&g, [1, 1, 2, 4096], DType::F32, &device);
-    let spread = |layout| non_finite(&gradient(&x, &g, &options, layout).1).len();
-    let (auto, band, dense) = (
-        spread(AdjointLayout::Auto),
-        spread(banded(64)),
-        spread(AdjointLayout::Dense),
-    );
+    // How many inputs a NaN at output column `nan_at` of row 1 reaches, per layout, for a
+    // `[2, width] → [2, 4 · width]` upsample.
+    let spreads = |width: usize, nan_at: usize, seed: u64| {
+        let options =
+            InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([2, 4 * width]);
+        let x = tensor(
+            &uniform(seed, 2 * width),
+            [1, 1, 2, width],
+            DType::F32,
+            &device,
+        );
+        let mut g = vec![0.5; 2 * 4 * width];
+        g[4 * width + nan_at] = f64::NAN;
+        let g = tensor(&g, [1, 1, 2, 4 * width], DType::F32, &device);
+        let spread = |layout| non_finite(&gradient(&x, &g, &options, layout).1).len();
+        (
+            spread(AdjointLayout::Auto),
+            spread(banded(64)),
+            spread(AdjointLayout::Dense),
+        )
+    };
+    let (auto, band, dense) = spreads(1024, 2000, 6);
     assert_eq!(auto, band, "auto should band the 1024 → 4096 axis");
     assert!(
         band < 200 && dense == 2 * 1024,
         "banded {band}, dense {dense}"
     );
     // A 256 → 1024 axis saves 12.8×: banded too.
-    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([2, 1024]);
-    let x = tensor(&uniform(8, 2 * 256), [1, 1, 2, 256], DType::F32, &device);
-    let mut g = vec![0.5; 2 * 1024];
-    g[1024 + 500] = f64::NAN;
-    let g = tensor(&g, [1, 1, 2, 1024], DType::F32, &device);
-    let spread = |layout| non_finite(&gradient(&x, &g, &options, layout).1).len();
-    let (auto, band, dense) = (
-        spread(AdjointLayout::Auto),
-        spread(banded(64)),
-        spread(AdjointLayout::Dense),
-    );
+    let (auto, band, dense) = spreads(256, 500, 8);
     assert_eq!(auto, band, "auto should band the 256 → 1024 axis");
     assert!(
         band < dense && dense == 2 * 256,
