@@ -131,7 +131,7 @@ fn bench_adjoint_layouts(c: &mut Criterion, name: &str, device: &Device, size: u
         try_interpolate_with(x, options, AdjointLayout::Dense).expect("a valid resize")
     };
     let banded: Resize = |x, options| {
-        let block_size = core::num::NonZeroUsize::new(LAYOUT_BLOCK).expect("a block > 0");
+        let block_size = core::num::NonZeroUsize::new(layout_block()).expect("a block > 0");
         try_interpolate_with(x, options, AdjointLayout::Banded { block_size })
             .expect("a valid resize")
     };
@@ -170,9 +170,11 @@ fn bench_adjoint_layouts(c: &mut Criterion, name: &str, device: &Device, size: u
 #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
 const LAYOUT_SIZES: [usize; 3] = [64, 128, 256];
 
-/// Outputs per block of the banded adjoint in `adjoint_layouts` (the engine's default policy).
+/// Outputs per block of the banded adjoint in `adjoint_layouts`: the blocks `Auto` uses.
 #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
-const LAYOUT_BLOCK: usize = 64;
+fn layout_block() -> usize {
+    burn_deterministic_core::BandPolicy::adjoint().block_size
+}
 
 /// Planes of the `adjoint_layouts` input with `size`-wide axes.
 #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
@@ -267,7 +269,7 @@ fn print_layout_ratios() {
             let macs = |layout| estimate.cost(layout, 4).macs as f64;
             let saving = macs(Layout::Dense)
                 / macs(Layout::Banded {
-                    block_size: LAYOUT_BLOCK,
+                    block_size: layout_block(),
                 });
             if let (Some(dense), Some(banded)) =
                 (median(&group, "b_dense"), median(&group, "b_banded"))
