@@ -14,9 +14,9 @@ use burn::tensor::module::interpolate;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Tensor};
 use burn_deterministic::{
-    with_config, DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout,
+    DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout,
 };
-use burn_deterministic_suite::harness::{tensor, uniform};
+use burn_deterministic_suite::harness::{configured, tensor, uniform};
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::time::Duration;
 
@@ -28,12 +28,10 @@ fn options() -> InterpolateOptions {
 }
 
 fn layout(layout: WeightLayout) -> DeterministicConfig {
-    DeterministicConfig {
-        policy: RewritePolicy::Always,
-        modes: ModeSet::all(),
-        layout,
-        ..Default::default()
-    }
+    DeterministicConfig::default()
+        .with_policy(RewritePolicy::Always)
+        .with_modes(ModeSet::all())
+        .with_layout(layout)
 }
 
 fn bench_backend<B: Backend>(c: &mut Criterion, name: &str, device: &B::Device) {
@@ -56,7 +54,7 @@ fn bench_backend<B: Backend>(c: &mut Criterion, name: &str, device: &B::Device) 
         ("banded", layout(WeightLayout::Banded)),
     ] {
         group.bench_function(label, |b| {
-            with_config(config.clone(), || {
+            configured(config.clone(), || {
                 b.iter(|| {
                     let y = interpolate(decorated.clone(), OUTPUT, options());
                     B::sync(device).unwrap();

@@ -1,4 +1,4 @@
-//! Per-call benchmarks on the shapes of the benchmarks issue, each against baselines measured in
+//! Per-call benchmarks on five training-like shapes, each against baselines measured in
 //! the same run: the inner backend's native kernel and the gather decomposition.
 //!
 //! - (a) seg logits `[4,19,128,128] → [512,512]`, bilinear, align_corners=false
@@ -21,10 +21,10 @@ use burn::tensor::module::interpolate;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Tensor};
 use burn_deterministic::{
-    with_config, DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout,
+    DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout,
 };
 use burn_deterministic_suite::gather::gather_resize;
-use burn_deterministic_suite::harness::{tensor, uniform};
+use burn_deterministic_suite::harness::{configured, tensor, uniform};
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion};
 use std::time::Duration;
@@ -85,12 +85,10 @@ fn shapes() -> [Shape; 5] {
 }
 
 fn always(layout: WeightLayout) -> DeterministicConfig {
-    DeterministicConfig {
-        policy: RewritePolicy::Always,
-        modes: ModeSet::all(),
-        layout,
-        ..Default::default()
-    }
+    DeterministicConfig::default()
+        .with_policy(RewritePolicy::Always)
+        .with_modes(ModeSet::all())
+        .with_layout(layout)
 }
 
 /// How one variant resizes a tensor of backend `B`.
@@ -167,7 +165,7 @@ fn bench_backend<B: Backend>(
     max_tensor_bytes: Option<usize>,
 ) {
     let mut group = c.benchmark_group(backend);
-    // BENCH_QUICK=1 (scripts/gpu-bench.sh): shorter runs to fit a 10-minute GPU session.
+    // BENCH_QUICK=1 (scripts/gpu-bench.sh): shorter runs, to fit a 10-minute GPU run.
     let quick = std::env::var("BENCH_QUICK").is_ok_and(|v| v == "1");
     group
         .sample_size(10)
@@ -208,7 +206,7 @@ fn bench_backend<B: Backend>(
             ("decorator_dense", WeightLayout::Dense),
             ("decorator_banded", WeightLayout::Banded),
         ] {
-            with_config(always(layout), || {
+            configured(always(layout), || {
                 forward::<DeterministicBackend<B>>(
                     &mut group,
                     label,

@@ -15,7 +15,8 @@
 use burn::module::AutodiffModule;
 use burn::optim::{AdamConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::AutodiffBackend;
-use burn_deterministic::{with_config, DeterministicConfig, ModeSet, RewritePolicy};
+use burn_deterministic::{DeterministicConfig, ModeSet, RewritePolicy};
+use burn_deterministic_suite::harness::configured;
 use burn_deterministic_vision::data::SyntheticSegmentation;
 use burn_deterministic_vision::models::{segmentation_loss, SegmentationConfig};
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -56,12 +57,10 @@ fn benches(c: &mut Criterion) {
             "flex/seg_train_step/step/decorator",
             &device,
         );
-        let always = DeterministicConfig {
-            policy: RewritePolicy::Always,
-            modes: ModeSet::all(),
-            ..Default::default()
-        };
-        with_config(always, || {
+        let always = DeterministicConfig::default()
+            .with_policy(RewritePolicy::Always)
+            .with_modes(ModeSet::all());
+        configured(always, || {
             bench_step::<Autodiff<DeterministicBackend<Flex>>>(
                 c,
                 "flex/seg_train_step/step/decorator_always",

@@ -10,11 +10,9 @@ use burn::tensor::backend::Backend;
 use burn::tensor::module::interpolate;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Tensor};
-use burn_deterministic::{
-    with_config, DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy,
-};
+use burn_deterministic::{DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy};
 use burn_deterministic_suite::devices::BackendChoice;
-use burn_deterministic_suite::harness::{tensor, to_f64, uniform};
+use burn_deterministic_suite::harness::{configured, tensor, to_f64, uniform};
 use burn_deterministic_suite::metrics::max_scaled_error;
 use clap::Parser;
 use std::collections::BTreeMap;
@@ -37,11 +35,9 @@ const SHAPES: [Case; 5] = [
 ];
 
 fn policy(policy: RewritePolicy) -> DeterministicConfig {
-    DeterministicConfig {
-        policy,
-        modes: ModeSet::all(),
-        ..Default::default()
-    }
+    DeterministicConfig::default()
+        .with_policy(policy)
+        .with_modes(ModeSet::all())
 }
 
 /// The largest scaled error of the matmul forward against `B`'s kernel, per shape. The
@@ -63,7 +59,7 @@ fn errors<B: Backend>(device: &B::Device) -> BTreeMap<&'static str, f64> {
             device,
         );
         let resize = |p| {
-            with_config(policy(p), || {
+            configured(policy(p), || {
                 to_f64(interpolate(x.clone(), output, options.clone()).into_data())
             })
         };

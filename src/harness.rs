@@ -143,3 +143,9 @@ pub fn fit_bilinear_upsample<B: AutodiffBackend>(device: &B::Device) -> Fit {
         parameter_sha256: crate::metrics::sha256_hex(param.into_data().as_bytes()),
     }
 }
+
+/// `burn_deterministic::with_config` for configurations a test builds itself (valid by
+/// construction): the scope's result, or a panic naming the invalid field.
+pub fn configured<R>(config: burn_deterministic::DeterministicConfig, f: impl FnOnce() -> R) -> R {
+    burn_deterministic::with_config(config, f).unwrap_or_else(|e| panic!("{e}"))
+}

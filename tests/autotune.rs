@@ -9,7 +9,8 @@
 use burn::backend::Wgpu;
 use burn::tensor::Tensor;
 use burn_deterministic::determinism::{check, use_autotune_cache_dir, PinCacheError};
-use burn_deterministic::{with_config, DeterministicBackend, DeterministicConfig};
+use burn_deterministic::{DeterministicBackend, DeterministicConfig};
+use burn_deterministic_suite::harness::configured;
 use burn_deterministic_suite::processes::{
     fresh_dir, pin_autotune_cache_from_env, run_child, run_child_unchecked, Child,
     AUTOTUNE_CACHE_ENV, AUTOTUNE_NOTICE, CASE_ENV,
@@ -59,11 +60,8 @@ fn child_case() {
             );
         }
         "strict" => {
-            let strict = DeterministicConfig {
-                strict: true,
-                ..Default::default()
-            };
-            println!("RESULT={}", with_config(strict, work));
+            let strict = DeterministicConfig::default().with_strict(true);
+            println!("RESULT={}", configured(strict, work));
         }
         other => panic!("unknown case {other}"),
     }

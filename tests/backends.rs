@@ -22,8 +22,8 @@
 
 use burn::backend::Autodiff;
 use burn::tensor::backend::AutodiffBackend;
-use burn_deterministic::{with_config, DeterministicBackend, DeterministicConfig, RewritePolicy};
-use burn_deterministic_suite::harness::{fit_bilinear_upsample, panic_message, Fit};
+use burn_deterministic::{DeterministicBackend, DeterministicConfig, RewritePolicy};
+use burn_deterministic_suite::harness::{configured, fit_bilinear_upsample, panic_message, Fit};
 
 /// The fit on `B`'s device, run twice: the decorator gives the same bits both times.
 fn reproducible_fit<B: AutodiffBackend>(device: &B::Device) -> Fit {
@@ -40,11 +40,8 @@ fn reproducible_fit<B: AutodiffBackend>(device: &B::Device) -> Fit {
 /// The same fit on a built-in CPU backend through the decorator, with the matmul forward that
 /// an unknown device gets (`always`): the reference for a backend that runs on that CPU backend.
 fn reference_fit<B: AutodiffBackend>(device: &B::Device) -> Fit {
-    let always = DeterministicConfig {
-        policy: RewritePolicy::Always,
-        ..Default::default()
-    };
-    with_config(always, || fit_bilinear_upsample::<B>(device))
+    let always = DeterministicConfig::default().with_policy(RewritePolicy::Always);
+    configured(always, || fit_bilinear_upsample::<B>(device))
 }
 
 /// Losses equal up to f32 rounding: the unknown device also gets the fixed-order `mean`, whose

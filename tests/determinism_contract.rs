@@ -4,12 +4,10 @@
 //! processes, that shows the plain backend drifting where it drifts.
 
 use burn::tensor::backend::{AutodiffBackend, Backend};
-use burn::tensor::{
-    DType, ElementConversion, IndexingUpdateOp, Int, Tensor, TensorData, TensorPrimitive,
-};
-use burn_deterministic::determinism::sum::fixed_order_sum;
-use burn_deterministic::{with_config, DeterministicBackend, DeterministicConfig};
-use burn_deterministic_suite::harness::{tensor, uniform};
+use burn::tensor::{DType, ElementConversion, IndexingUpdateOp, Int, Tensor, TensorData};
+use burn_deterministic::determinism::fixed_order_sum;
+use burn_deterministic::{DeterministicBackend, DeterministicConfig};
+use burn_deterministic_suite::harness::{configured, tensor, uniform};
 use burn_deterministic_suite::metrics::sha256_hex;
 use burn_deterministic_suite::processes::{pin_autotune_cache_from_env, run_child, CASE_ENV};
 use std::collections::BTreeSet;
@@ -19,10 +17,7 @@ type Det<B> = DeterministicBackend<B>;
 const PROCESSES: usize = 5;
 
 fn switched_off() -> DeterministicConfig {
-    DeterministicConfig {
-        fixed_order_ops: false,
-        ..Default::default()
-    }
+    DeterministicConfig::default().with_fixed_order_ops(false)
 }
 
 fn bits<B: Backend, const D: usize, K: burn::tensor::BasicOps<B>>(t: Tensor<B, D, K>) -> String {
@@ -31,9 +26,7 @@ fn bits<B: Backend, const D: usize, K: burn::tensor::BasicOps<B>>(t: Tensor<B, D
 
 /// `fixed_order_sum` called directly, whatever the device's hazards.
 fn tree_sum<B: Backend>(t: Tensor<B, 1>) -> Tensor<B, 1> {
-    Tensor::from_primitive(TensorPrimitive::Float(fixed_order_sum::<B>(
-        t.into_primitive().tensor(),
-    )))
+    fixed_order_sum(t)
 }
 
 /// Element counts around the tree's row length (4096) and with a ragged tail at two levels.
@@ -375,7 +368,7 @@ fn print_sums<B: Backend>(device: &B::Device, n: usize) {
     for _ in 0..REPEATS {
         println!("PLAIN={}", bits(plain.clone().sum()));
         println!("DET={}", bits(det.clone().sum()));
-        let off = with_config(switched_off(), || bits(det.clone().sum()));
+        let off = configured(switched_off(), || bits(det.clone().sum()));
         println!("OFF={off}");
         println!("PLAIN_MEAN={}", bits(plain.clone().mean()));
         println!("DET_MEAN={}", bits(det.clone().mean()));
@@ -517,7 +510,7 @@ mod flex {
             assert_eq!(bits(det.clone().sum()), expected_sum, "sum of {n}");
             assert_eq!(bits(det.clone().mean()), expected_mean, "mean of {n}");
             if !rewritten {
-                let off = with_config(switched_off(), || {
+                let off = configured(switched_off(), || {
                     (bits(det.clone().sum()), bits(det.mean()))
                 });
                 assert_eq!(

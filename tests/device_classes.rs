@@ -55,7 +55,7 @@ fn devices_are_classified_by_type_and_users_can_mark_their_own() {
     mark_device::<NdArrayDevice>(DeviceProfile {
         kind: DeviceKind::Accelerator,
         order_hazards: OrderHazards::NONE,
-        autotuned: false,
+        ..device_profile(&device)
     });
     assert_eq!(device_profile(&device).kind, DeviceKind::Accelerator);
     let rewritten = bilinear_upsample::<NdArray>(&values, &device);

@@ -5,8 +5,8 @@
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::DType;
-use burn_deterministic::{with_config, DeterministicConfig, ModeSet, RewritePolicy};
-use burn_deterministic_suite::harness::{to_f64, uniform, Resize};
+use burn_deterministic::{DeterministicConfig, ModeSet, RewritePolicy};
+use burn_deterministic_suite::harness::{configured, to_f64, uniform, Resize};
 use burn_deterministic_suite::metrics::max_scaled_error;
 
 #[cfg(feature = "ndarray")]
@@ -14,11 +14,9 @@ type Reference =
     burn::backend::Autodiff<burn_deterministic::DeterministicBackend<burn::backend::NdArray>>;
 
 fn always() -> DeterministicConfig {
-    DeterministicConfig {
-        policy: RewritePolicy::Always,
-        modes: ModeSet::all(),
-        ..Default::default()
-    }
+    DeterministicConfig::default()
+        .with_policy(RewritePolicy::Always)
+        .with_modes(ModeSet::all())
 }
 
 /// Checks `B` in `dtype` against the f64 reference within `tolerance` (scaled error).
@@ -45,7 +43,7 @@ fn check<B: AutodiffBackend>(device: &B::Device, dtype: DType, tolerance: f64) {
             let g = uniform(70 + i as u64, 2 * 3 * 25 * 17);
             let (y_ref, dx_ref) = problem(DType::F64)
                 .forward_backward::<Reference>(&g, &burn::backend::ndarray::NdArrayDevice::Cpu);
-            let (y, dx) = with_config(always(), || {
+            let (y, dx) = configured(always(), || {
                 problem(dtype).forward_backward_data::<B>(&g, device)
             });
             assert_eq!(

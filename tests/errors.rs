@@ -7,7 +7,8 @@ use burn::tensor::module::interpolate;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions, ModuleOps};
 use burn::tensor::Tensor;
 use burn_deterministic::resize::check_resize;
-use burn_deterministic::{with_config, DeterministicBackend, DeterministicConfig, ResizeError};
+use burn_deterministic::{Axis, DeterministicBackend, DeterministicConfig, Layout, ResizeError};
+use burn_deterministic_suite::harness::configured;
 
 type B = DeterministicBackend<NdArray>;
 
@@ -57,41 +58,33 @@ fn gradient_of_the_wrong_shape_is_refused() {
 #[test]
 fn weights_over_the_memory_limit_are_refused_before_any_kernel() {
     // `always`: under `auto` this CPU forward would be ndarray's own, which needs no weights.
-    let config = DeterministicConfig {
-        max_weight_bytes: 1 << 12,
-        policy: burn_deterministic::RewritePolicy::Always,
-        ..Default::default()
-    };
+    let config = DeterministicConfig::default()
+        .with_max_weight_bytes(1 << 12)
+        .with_policy(burn_deterministic::RewritePolicy::Always);
     let x = Tensor::<B, 4>::zeros([1, 1, 16, 64], &NdArrayDevice::Cpu);
-    let err = check_resize::<B>(
-        &x.clone().into_primitive().tensor(),
-        [32, 32],
-        &bilinear(),
-        &config,
-    )
-    .unwrap_err();
+    let err = configured(config.clone(), || check_resize(&x, [32, 32], &bilinear())).unwrap_err();
     assert_eq!(
         err,
         ResizeError::WeightsTooLarge {
-            axis: "width",
+            axis: Axis::Width,
             input: 64,
             output: 32,
             // Dense needs 64x32 weights (8 KiB); banded has one block of 32 outputs over all
             // 64 inputs (one uniform window: no gather indices), no smaller, and its adjoint
             // one block of 64 inputs over all 32 outputs (32 gather indices).
-            layout: "Banded { block_size: 64 }".into(),
+            layout: Some(Layout::Banded { block_size: 64 }),
             bytes: 2 * 64 * 32 * 4 + 32 * 8,
             limit: 4096
         }
     );
     let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        with_config(config, || interpolate(x, [32, 32], bilinear()))
+        configured(config, || interpolate(x, [32, 32], bilinear()))
     }))
     .expect_err("the resize must be refused");
     let message = panic.downcast_ref::<String>().expect("a formatted message");
     assert!(
         message.contains(
-            "the width weights for 64 -> 32 (Banded { block_size: 64 }) need 16640 bytes, \
+            "the width weights for 64 -> 32 (banded, blocks of 64) need 16640 bytes, \
              over the limit of 4096 bytes"
         ),
         "{message}"
@@ -99,29 +92,9 @@ fn weights_over_the_memory_limit_are_refused_before_any_kernel() {
 }
 
 #[test]
-#[should_panic(expected = "invalid configuration: block_size must be at least 1")]
-fn an_invalid_config_is_refused_at_the_resize() {
-    // Checked where the configuration is used: a rewritten resize (`always`; under `auto` a
-    // CPU forward is ndarray's own, which reads no configuration).
-    let config = DeterministicConfig {
-        block_size: 0,
-        policy: burn_deterministic::RewritePolicy::Always,
-        ..Default::default()
-    };
-    let x = Tensor::<B, 4>::zeros([1, 1, 4, 4], &NdArrayDevice::Cpu);
-    with_config(config, || interpolate(x, [8, 8], bilinear()));
-}
-
-#[test]
 fn valid_input_passes_the_check() {
     let x = Tensor::<B, 4>::zeros([2, 3, 5, 7], &NdArrayDevice::Cpu);
-    let dims = check_resize::<B>(
-        &x.into_primitive().tensor(),
-        [9, 2],
-        &bilinear(),
-        &DeterministicConfig::default(),
-    )
-    .unwrap();
+    let dims = check_resize(&x, [9, 2], &bilinear()).unwrap();
     assert_eq!(dims, [2, 3, 5, 7]);
 }
 
@@ -130,12 +103,9 @@ fn training_resize_panic(output_size: [usize; 2], config: DeterministicConfig) -
     use burn::backend::Autodiff;
     type Train = Autodiff<B>;
     let x = Tensor::<Train, 4>::zeros([1, 1, 4, 4], &NdArrayDevice::Cpu).require_grad();
-    let config = DeterministicConfig {
-        policy: burn_deterministic::RewritePolicy::Always,
-        ..config
-    };
+    let config = config.with_policy(burn_deterministic::RewritePolicy::Always);
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        with_config(config, || {
+        configured(config, || {
             let _ = interpolate(x, output_size, bilinear());
         })
     }))
@@ -147,34 +117,29 @@ fn training_resize_panic(output_size: [usize; 2], config: DeterministicConfig) -
 /// "memory allocation failed" abort, not a "capacity overflow" panic.
 #[test]
 fn absurd_output_sizes_are_refused_before_any_allocation() {
-    let x = Tensor::<B, 4>::zeros([1, 1, 4, 4], &NdArrayDevice::Cpu)
-        .into_primitive()
-        .tensor();
+    let x = Tensor::<B, 4>::zeros([1, 1, 4, 4], &NdArrayDevice::Cpu);
     let check = |size: [usize; 2], config: &DeterministicConfig| {
-        check_resize::<B>(&x, size, &bilinear(), config).unwrap_err()
+        configured(config.clone(), || check_resize(&x, size, &bilinear())).unwrap_err()
     };
     let default = DeterministicConfig::default();
     // 2^40 rows: one f32 weight per row is already 4 TiB, over the 256 MiB limit.
     assert_eq!(
         check([1 << 40, 4], &default),
         ResizeError::WeightsTooLarge {
-            axis: "height",
+            axis: Axis::Height,
             input: 4,
             output: 1 << 40,
-            layout: "any layout".into(),
+            layout: None,
             bytes: ((1u64 << 40) + 4) * 4,
             limit: 256 << 20,
         }
     );
     // With the limit lifted, the host cannot reserve 2^40 tap windows: an error, not an abort.
-    let unlimited = DeterministicConfig {
-        max_weight_bytes: u64::MAX,
-        ..Default::default()
-    };
+    let unlimited = DeterministicConfig::default().with_max_weight_bytes(u64::MAX);
     assert_eq!(
         check([1 << 40, 4], &unlimited),
         ResizeError::HostMemory {
-            axis: "height",
+            axis: Axis::Height,
             input: 4,
             output: 1 << 40,
         }

@@ -6,8 +6,9 @@
 
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::DType;
-use burn_deterministic::{with_config, DeterministicConfig, ModeSet, RewritePolicy};
+use burn_deterministic::{DeterministicConfig, ModeSet, RewritePolicy};
 use burn_deterministic_suite::golden::{load_cases, GoldenCase};
+use burn_deterministic_suite::harness::configured;
 use burn_deterministic_suite::metrics::max_scaled_error;
 
 /// Full float64 precision (ndarray, flex).
@@ -19,11 +20,9 @@ const F64_TOLERANCE: f64 = 1e-11;
 const WGSL_F64_TOLERANCE: f64 = 5e-5;
 
 fn configs() -> [(&'static str, DeterministicConfig); 2] {
-    let always = DeterministicConfig {
-        policy: RewritePolicy::Always,
-        modes: ModeSet::all(),
-        ..Default::default()
-    };
+    let always = DeterministicConfig::default()
+        .with_policy(RewritePolicy::Always)
+        .with_modes(ModeSet::all());
     [
         ("default", DeterministicConfig::default()),
         ("always+all", always),
@@ -54,7 +53,7 @@ fn check_golden_in<B: AutodiffBackend>(
     let mut checked = 0;
     for (label, config) in configs.iter().cloned() {
         let mut worst = [0.0f64; 4]; // f32 y, f32 dx, f64 y, f64 dx
-        with_config(config, || {
+        configured(config, || {
             for case in &cases {
                 let is_f64 = case.dtype() == DType::F64;
                 let (y, dx) = case.run::<B>(device);
@@ -165,8 +164,8 @@ mod wgpu {
 
 /// Candle has no bilinear, bicubic or lanczos3 forward kernel and no interpolate backward at
 /// all: the decorator reads the weights off the host reference kernel and computes both
-/// directions; nearest is taken over too (`ModeSet::all()`), since Candle's nearest backward
-/// panics as well.
+/// directions. Under the default configuration (nearest left out of `modes`) nearest trains
+/// too: Candle's device profile declares no nearest backward, so the decorator takes it over.
 #[cfg(feature = "candle")]
 #[allow(deprecated)] // burn-candle is deprecated in Burn 0.21, and still shipped and used
 mod candle {
@@ -177,21 +176,21 @@ mod candle {
 
     #[test]
     fn golden_candle_decorator_inside_autodiff() {
-        let auto = DeterministicConfig {
-            modes: ModeSet::all(),
-            ..Default::default()
-        };
-        let always = DeterministicConfig {
-            policy: RewritePolicy::Always,
-            ..auto.clone()
-        };
+        let auto = DeterministicConfig::default();
+        assert!(
+            !auto.modes.nearest,
+            "the default must leave nearest out for this test"
+        );
+        let always = DeterministicConfig::default()
+            .with_policy(RewritePolicy::Always)
+            .with_modes(ModeSet::all());
         let device = CandleDevice::Cpu;
         let with_f64 =
             <Candle as burn::tensor::backend::Backend>::supports_dtype(&device, DType::F64);
         check_golden_in::<Autodiff<DeterministicBackend<Candle>>>(
             &device,
             F64_TOLERANCE,
-            &[("auto+all", auto), ("always+all", always)],
+            &[("default", auto), ("always+all", always)],
             |case| with_f64 || case.dtype() != DType::F64,
         );
     }

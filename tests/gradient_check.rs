@@ -8,8 +8,8 @@ use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::backend::Autodiff;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::DType;
-use burn_deterministic::{with_config, DeterministicBackend, DeterministicConfig, ModeSet};
-use burn_deterministic_suite::harness::{to_f64, uniform, Resize};
+use burn_deterministic::{DeterministicBackend, DeterministicConfig, ModeSet};
+use burn_deterministic_suite::harness::{configured, to_f64, uniform, Resize};
 use burn_deterministic_suite::metrics::max_scaled_error;
 
 type Forward = DeterministicBackend<NdArray>;
@@ -19,10 +19,7 @@ type Train = Autodiff<DeterministicBackend<NdArray>>;
 fn adjoint_matches_finite_differences_of_native_forward_f64() {
     let device = NdArrayDevice::Cpu;
     // Default policy on a CPU device: the forward below is NdArray's own kernel.
-    let config = DeterministicConfig {
-        modes: ModeSet::all(),
-        ..Default::default()
-    };
+    let config = DeterministicConfig::default().with_modes(ModeSet::all());
     let shapes: [([usize; 4], [usize; 2]); 4] = [
         ([1, 2, 4, 5], [7, 3]),
         ([1, 1, 6, 6], [3, 4]),
@@ -37,7 +34,7 @@ fn adjoint_matches_finite_differences_of_native_forward_f64() {
     ];
     let mut worst = 0.0f64;
     let mut checked = 0;
-    with_config(config, || {
+    configured(config, || {
         for (i, (shape, output_size)) in shapes.into_iter().enumerate() {
             for mode in modes.clone() {
                 for align_corners in [false, true] {

@@ -9,9 +9,9 @@ use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::DType;
 use burn_deterministic::{
-    with_config, DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout,
+    DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout,
 };
-use burn_deterministic_suite::harness::{to_f64, uniform, Resize};
+use burn_deterministic_suite::harness::{configured, to_f64, uniform, Resize};
 use burn_deterministic_suite::metrics::max_scaled_error;
 
 /// (input NCHW, output size): 1×1, from and to 1, up, down, odd, non-square, mixed up/down,
@@ -37,22 +37,18 @@ const MODES: [InterpolateMode; 4] = [
 ];
 
 fn always() -> DeterministicConfig {
-    DeterministicConfig {
-        policy: RewritePolicy::Always,
-        modes: ModeSet::all(),
-        ..Default::default()
-    }
+    DeterministicConfig::default()
+        .with_policy(RewritePolicy::Always)
+        .with_modes(ModeSet::all())
 }
 
 /// `always` with banded weights in blocks of 8 outputs: every shape below then has several
 /// blocks per axis, with uniform (unfolded) windows where the supports allow and gathered
 /// ones where they do not.
 fn always_banded() -> DeterministicConfig {
-    DeterministicConfig {
-        layout: WeightLayout::Banded,
-        block_size: 8,
-        ..always()
-    }
+    always()
+        .with_layout(WeightLayout::Banded)
+        .with_block_size(8)
 }
 
 /// One (shape, mode, align_corners) problem with its reproducible input.
@@ -99,7 +95,7 @@ fn forward_matches_native<B: Backend>(device: &B::Device, config: DeterministicC
     let mut worst = 0.0f64;
     let mut count = 0;
     let layout = config.layout;
-    with_config(config, || {
+    configured(config, || {
         for case in problems() {
             let problem = case.f32();
             let Case {
@@ -136,7 +132,7 @@ fn forward_matches_native<B: Backend>(device: &B::Device, config: DeterministicC
 
 /// Under the default policy a CPU device keeps `B`'s own forward, byte for byte.
 fn cpu_forward_is_byte_identical<B: Backend>(device: &B::Device) {
-    with_config(DeterministicConfig::default(), || {
+    configured(DeterministicConfig::default(), || {
         for case in problems() {
             let problem = case.f32();
             let native = problem.forward::<B>(device);
@@ -153,7 +149,7 @@ where
     D: AutodiffBackend<Device = A::Device>,
 {
     let mut worst = 0.0f64;
-    with_config(always(), || {
+    configured(always(), || {
         for case in problems() {
             if !modes
                 .iter()

@@ -8,8 +8,8 @@ use burn::backend::ndarray::{NdArray, NdArrayDevice};
 use burn::backend::Autodiff;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::DType;
-use burn_deterministic::{with_config, DeterministicBackend, DeterministicConfig, RewritePolicy};
-use burn_deterministic_suite::harness::{to_f64, uniform, Resize};
+use burn_deterministic::{DeterministicBackend, DeterministicConfig, RewritePolicy};
+use burn_deterministic_suite::harness::{configured, to_f64, uniform, Resize};
 
 const SHAPE: [usize; 4] = [1, 2, 6, 6];
 const PLANE: usize = 12 * 12;
@@ -45,11 +45,8 @@ fn native_forward_keeps_a_nan_local() {
 #[test]
 fn matmul_forward_spreads_a_nan_over_its_plane_only() {
     let x = x_with_nan();
-    let config = DeterministicConfig {
-        policy: RewritePolicy::Always,
-        ..Default::default()
-    };
-    let y = with_config(config, || {
+    let config = DeterministicConfig::default().with_policy(RewritePolicy::Always);
+    let y = configured(config, || {
         to_f64(problem(&x).forward::<DeterministicBackend<NdArray>>(&NdArrayDevice::Cpu))
     });
     assert!(

@@ -8,9 +8,9 @@ use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::DType;
 use burn_deterministic::config::{self, set_config};
 use burn_deterministic::{
-    with_config, DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy,
+    with_config, ConfigError, DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy,
 };
-use burn_deterministic_suite::harness::{panic_message, uniform, Resize};
+use burn_deterministic_suite::harness::{configured, panic_message, uniform, Resize};
 
 fn problem(x: &[f64]) -> Resize<'_> {
     Resize {
@@ -40,11 +40,8 @@ fn never_is_exactly_the_inner_backend() {
     let x = uniform(3, 60);
     let g = uniform(4, 2 * 13 * 9);
     let device = NdArrayDevice::Cpu;
-    let never = DeterministicConfig {
-        policy: RewritePolicy::Never,
-        ..Default::default()
-    };
-    with_config(never, || {
+    let never = DeterministicConfig::default().with_policy(RewritePolicy::Never);
+    configured(never, || {
         let native = problem(&x).forward::<NdArray>(&device);
         let ours = problem(&x).forward::<DeterministicBackend<NdArray>>(&device);
         assert_eq!(ours.as_bytes(), native.as_bytes());
@@ -56,26 +53,53 @@ fn never_is_exactly_the_inner_backend() {
     });
 }
 
+/// A mode left out of `modes` goes to `B` where `B` has its kernels (ndarray's nearest: its
+/// bits), and stays the decorator's where `B` has no backward for it (ndarray's bicubic: it
+/// trains, with the decorator's gradient, instead of panicking).
 #[test]
-fn a_mode_left_out_goes_to_the_inner_backend() {
+fn a_mode_left_out_goes_to_the_inner_backend_where_it_has_the_kernels() {
     let x = uniform(5, 60);
     let g = uniform(6, 2 * 13 * 9);
     let device = NdArrayDevice::Cpu;
-    let modes = ModeSet {
-        bicubic: false,
-        ..ModeSet::all()
-    };
-    let config = DeterministicConfig {
-        policy: RewritePolicy::Always,
-        modes,
-        ..Default::default()
-    };
-    with_config(config, || {
-        let result = std::panic::catch_unwind(|| {
-            problem(&x).forward_backward::<Autodiff<DeterministicBackend<NdArray>>>(&g, &device)
+    let left_out = DeterministicConfig::default()
+        .with_policy(RewritePolicy::Always)
+        .with_modes(ModeSet {
+            nearest: false,
+            bicubic: false,
+            ..ModeSet::all()
         });
-        assert!(panic_message(result).contains("bicubic interpolation backward is not supported"));
+    let taken_over = DeterministicConfig::default()
+        .with_policy(RewritePolicy::Always)
+        .with_modes(ModeSet::all());
+    type Train = Autodiff<DeterministicBackend<NdArray>>;
+
+    let nearest = Resize {
+        options: InterpolateOptions::new(InterpolateMode::Nearest),
+        ..problem(&x)
+    };
+    let native = nearest.forward_backward_data::<Autodiff<NdArray>>(&g, &device);
+    let left = configured(left_out.clone(), || {
+        nearest.forward_backward_data::<Train>(&g, &device)
     });
+    assert_eq!(
+        left.0.as_bytes(),
+        native.0.as_bytes(),
+        "nearest forward is not ndarray's"
+    );
+    assert_eq!(
+        left.1.as_bytes(),
+        native.1.as_bytes(),
+        "nearest backward is not ndarray's"
+    );
+
+    let bicubic_left_out = configured(left_out, || {
+        std::panic::catch_unwind(|| problem(&x).forward_backward::<Train>(&g, &device))
+    })
+    .expect("ndarray has no bicubic backward: the decorator keeps it");
+    let bicubic_taken_over = configured(taken_over, || {
+        problem(&x).forward_backward::<Train>(&g, &device)
+    });
+    assert_eq!(bicubic_left_out, bicubic_taken_over);
 }
 
 #[test]
@@ -95,29 +119,16 @@ fn outside_autodiff_the_forward_is_rewritten_even_on_cpu() {
             .all(|(a, b)| (a - b).abs() <= 1e-6 * (1.0 + b.abs()))
     };
     assert!(close(&y, &y_inside) && close(&dx, &dx_inside));
-    assert!(burn_deterministic::resize::rewrites_forward::<
-        Autodiff<NdArray>,
-    >(RewritePolicy::Auto, &device));
-    assert!(!burn_deterministic::resize::rewrites_forward::<NdArray>(
-        RewritePolicy::Auto,
-        &device
-    ));
 }
 
 #[test]
 fn scopes_nest_and_restore_after_a_panic() {
-    let outer = DeterministicConfig {
-        policy: RewritePolicy::Always,
-        ..Default::default()
-    };
-    let inner = DeterministicConfig {
-        policy: RewritePolicy::Never,
-        ..Default::default()
-    };
-    with_config(outer.clone(), || {
+    let outer = DeterministicConfig::default().with_policy(RewritePolicy::Always);
+    let inner = DeterministicConfig::default().with_policy(RewritePolicy::Never);
+    configured(outer.clone(), || {
         assert_eq!(config::current(), outer);
         let result = std::panic::catch_unwind(|| {
-            with_config(inner.clone(), || {
+            configured(inner.clone(), || {
                 assert_eq!(config::current(), inner);
                 panic!("boom");
             })
@@ -129,19 +140,46 @@ fn scopes_nest_and_restore_after_a_panic() {
 
 #[test]
 fn process_config_reaches_other_threads_and_scopes_win() {
-    let process = DeterministicConfig {
-        max_weight_bytes: 12345,
-        ..Default::default()
-    };
-    set_config(process.clone());
+    let process = DeterministicConfig::default().with_max_weight_bytes(12345);
+    set_config(process.clone()).unwrap();
     let seen = std::thread::spawn(config::current).join().unwrap();
     assert_eq!(seen, process);
-    let scoped = DeterministicConfig {
-        max_weight_bytes: 7,
-        ..Default::default()
-    };
-    with_config(scoped.clone(), || assert_eq!(config::current(), scoped));
-    set_config(DeterministicConfig::default());
+    let scoped = DeterministicConfig::default().with_max_weight_bytes(7);
+    configured(scoped.clone(), || assert_eq!(config::current(), scoped));
+    set_config(DeterministicConfig::default()).unwrap();
+}
+
+/// Invalid values are refused where a configuration is made, naming the field, and a refused
+/// scope does not run its closure.
+#[test]
+fn invalid_configurations_are_refused_where_they_are_made() {
+    let zero_blocks = DeterministicConfig::default().with_block_size(0);
+    let mut ran = false;
+    let refused = with_config(zero_blocks.clone(), || ran = true).unwrap_err();
+    assert!(!ran, "the closure of a refused scope ran");
+    assert!(matches!(
+        refused,
+        ConfigError::InvalidField {
+            field: "block_size",
+            ..
+        }
+    ));
+    assert!(
+        refused.to_string().contains("`block_size` is 0"),
+        "{refused}"
+    );
+    assert_eq!(set_config(zero_blocks), Err(refused));
+
+    let gain = DeterministicConfig::from_json(r#"{"banded_min_gain": -1.0}"#).unwrap_err();
+    assert!(matches!(
+        gain,
+        ConfigError::InvalidField {
+            field: "banded_min_gain",
+            ..
+        }
+    ));
+    // Nothing invalid reached the process configuration.
+    assert!(config::current().block_size >= 1);
 }
 
 #[test]
@@ -189,10 +227,14 @@ fn config_serde_is_strict_and_fills_defaults() {
 fn environment_variable_configures_the_process() {
     if std::env::var("BD_ENV_CHILD").is_ok() {
         let config = config::current();
+        let _ = config::current(); // a second read reports nothing more
         println!(
             "POLICY={:?} NEAREST={}",
             config.policy, config.modes.nearest
         );
+        if let Some(error) = config::environment_error() {
+            println!("ENV_ERROR={error}");
+        }
         return;
     }
     let run = |value: &str| {
@@ -215,9 +257,17 @@ fn environment_variable_configures_the_process() {
     };
     let (ok, out) = run(r#"{"policy": "never", "modes": {"nearest": true}}"#);
     assert!(ok && out.contains("POLICY=Never NEAREST=true"), "{out}");
+    // An invalid variable is reported once, naming the variable and the field, and the
+    // process runs with the defaults; `environment_error` returns the same error.
+    let (ok, out) = run(r#"{"block_size": 0, "policy": "never"}"#);
+    assert!(ok, "{out}");
+    assert!(out.contains("POLICY=Auto NEAREST=false"), "{out}");
+    let report = "BURN_DETERMINISTIC_CONFIG: invalid burn-deterministic config: `block_size` is 0";
+    assert_eq!(out.matches(report).count(), 2, "{out}"); // stderr once, ENV_ERROR= once
     let (ok, out) = run(r#"{"policy": 3}"#);
+    assert!(ok && out.contains("POLICY=Auto"), "{out}");
     assert!(
-        !ok && out.contains("BURN_DETERMINISTIC_CONFIG: invalid burn-deterministic config"),
+        out.contains("BURN_DETERMINISTIC_CONFIG: invalid burn-deterministic config"),
         "{out}"
     );
 }
@@ -230,10 +280,7 @@ fn the_native_cpu_forward_ignores_weight_limits() {
     use burn::tensor::module::interpolate;
     use burn::tensor::Tensor;
     let device = NdArrayDevice::Cpu;
-    let tiny = DeterministicConfig {
-        max_weight_bytes: 1,
-        ..Default::default()
-    };
+    let tiny = DeterministicConfig::default().with_max_weight_bytes(1);
     let options = InterpolateOptions::new(InterpolateMode::Bilinear);
     let values = uniform(12, 64);
     let x =
@@ -243,7 +290,7 @@ fn the_native_cpu_forward_ignores_weight_limits() {
         [32, 32],
         options.clone(),
     );
-    let ours = with_config(tiny.clone(), || {
+    let ours = configured(tiny.clone(), || {
         interpolate(
             Tensor::<DeterministicBackend<NdArray>, 4>::from_data(x(), &device),
             [32, 32],
@@ -252,7 +299,7 @@ fn the_native_cpu_forward_ignores_weight_limits() {
     });
     assert_eq!(ours.into_data().as_bytes(), native.into_data().as_bytes());
     let training = std::panic::catch_unwind(|| {
-        with_config(tiny, || {
+        configured(tiny, || {
             type Train = Autodiff<DeterministicBackend<NdArray>>;
             let x = Tensor::<Train, 4>::from_data(x(), &device).require_grad();
             let y = interpolate(x.clone(), [32, 32], options.clone());
@@ -279,17 +326,11 @@ fn a_config_changed_before_backward_keeps_the_decorators_adjoint() {
     let x = uniform(13, 60);
     let g = uniform(14, 2 * 13 * 9);
     let (_, expected) = problem(&x).forward_backward_data::<Train>(&g, &device);
-    let never = DeterministicConfig {
-        policy: RewritePolicy::Never,
+    let never = DeterministicConfig::default().with_policy(RewritePolicy::Never);
+    let bicubic_off = DeterministicConfig::default().with_modes(ModeSet {
+        bicubic: false,
         ..Default::default()
-    };
-    let bicubic_off = DeterministicConfig {
-        modes: ModeSet {
-            bicubic: false,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    });
     for at_backward in [never, bicubic_off] {
         let p = problem(&x);
         let input =
@@ -302,7 +343,7 @@ fn a_config_changed_before_backward_keeps_the_decorators_adjoint() {
             &device,
         );
         let y: Tensor<Train, 4> = interpolate(input.clone(), p.output_size, p.options.clone());
-        let grads = with_config(at_backward.clone(), || (y * upstream).backward());
+        let grads = configured(at_backward.clone(), || (y * upstream).backward());
         let dx = input.grad(&grads).expect("a gradient");
         assert_eq!(
             dx.into_data().as_bytes(),
@@ -317,11 +358,8 @@ fn a_config_changed_before_backward_keeps_the_decorators_adjoint() {
 /// variable), which is how a configuration reaches them.
 #[test]
 fn a_scope_does_not_reach_spawned_threads() {
-    let scoped = DeterministicConfig {
-        max_weight_bytes: 99,
-        ..Default::default()
-    };
-    with_config(scoped.clone(), || {
+    let scoped = DeterministicConfig::default().with_max_weight_bytes(99);
+    configured(scoped.clone(), || {
         assert_eq!(config::current(), scoped);
         let seen = std::thread::spawn(config::current).join().unwrap();
         assert_ne!(seen, scoped);

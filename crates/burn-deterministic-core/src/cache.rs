@@ -13,13 +13,19 @@ use std::sync::Mutex;
 /// Counters and occupancy of a weight cache (all backends together).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CacheStats {
+    /// Lookups that found their map.
     pub hits: u64,
+    /// Lookups that built their map.
     pub misses: u64,
+    /// Maps dropped to stay within the bounds.
     pub evictions: u64,
+    /// Maps held now.
     pub entries: usize,
+    /// Bytes held now.
     pub bytes: u64,
-    /// Largest `entries` / `bytes` ever held since the last reset.
+    /// Largest `entries` ever held since the last reset.
     pub peak_entries: usize,
+    /// Largest `bytes` ever held since the last reset.
     pub peak_bytes: u64,
     /// Largest weight memory alive at once while building one axis map, counted by the cost
     /// model from the shapes of the tensors built (impulses, kernel response, kept weights and
@@ -34,15 +40,21 @@ pub struct CacheKey {
     pub backend: TypeId,
     /// The device, as the front door names it (its `Debug` form of the device id).
     pub device: String,
+    /// The dtype's name.
     pub dtype: String,
+    /// Input size along the axis.
     pub input: usize,
+    /// Output size along the axis.
     pub output: usize,
+    /// Mode and corner alignment.
     pub resampling: Resampling,
+    /// Dense or banded.
     pub layout: Layout,
 }
 
 /// A map just built, with what it costs.
 pub struct Built<V> {
+    /// The map.
     pub map: V,
     /// Bytes the map keeps (counted against `max_bytes`).
     pub kept_bytes: u64,
@@ -75,6 +87,7 @@ impl Default for WeightCache {
 }
 
 impl WeightCache {
+    /// An empty cache, unbounded until the first lookup sets its bounds.
     pub const fn new() -> Self {
         Self {
             state: Mutex::new(None),

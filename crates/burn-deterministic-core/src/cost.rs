@@ -96,10 +96,10 @@ impl Default for BandPolicy {
 
 impl BandPolicy {
     /// The bar for a backward that multiplies by the adjoint map (the Burn 0.22 front door's
-    /// mechanism (b)): blocks of 64 outputs, banded from an 8× saving. Measured on 4× bilinear
-    /// upsamples, forward + backward (`front_door` bench, `adjoint_layouts`, session 16), banded
-    /// over dense: on flex ×0.80, ×0.64 and ×0.43 where the band saves 3.0×, 6.4× and 12.8× the
-    /// multiply-adds; on wgpu (llvmpipe) ×1.51, ×1.19 and ×0.62. 8× bands where both won.
+    /// mechanism (b)): blocks of 64 outputs, banded from an 8× saving, chosen with the
+    /// `front_door` bench's `adjoint_layouts` group (4× bilinear upsamples, forward + backward,
+    /// banded against dense where the band saves 3×, 6.4× and 12.8× the multiply-adds): at 12.8×
+    /// banded won on flex and on wgpu (llvmpipe), at 3× it lost on llvmpipe.
     pub fn adjoint() -> Self {
         Self {
             min_gain: 8.0,

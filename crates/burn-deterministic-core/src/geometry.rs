@@ -14,10 +14,12 @@ use core::ops::Range;
 /// How an axis map is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Layout {
+    /// One `out × in` matrix: one GEMM per axis.
     Dense,
     /// Blocks of at most `block_size` outputs. `block_size: 1` keeps windows exact (see
     /// [`BandShape::exact`]).
     Banded {
+        /// Outputs per block (≥ 1).
         block_size: usize,
     },
 }
@@ -25,10 +27,13 @@ pub enum Layout {
 /// The geometry of a band of a `[rows, columns]` matrix, given each block's column support.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BandShape {
+    /// Rows of the banded matrix.
     pub rows: usize,
+    /// Columns of the banded matrix.
     pub columns: usize,
     /// Rows per block; the last block may run past `rows` (zero weights, sliced off).
     pub block: usize,
+    /// Number of blocks.
     pub blocks: usize,
     /// Columns per window: the widest block support, or the uniform windows' width.
     pub width: usize,
@@ -51,9 +56,13 @@ pub struct BandShape {
 /// `pad_before` and `pad_after`, so that the padded length is `(blocks − 1) · step + width`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stride {
+    /// Columns between the starts of two neighbouring windows.
     pub step: usize,
+    /// Zero columns before the input.
     pub pad_before: usize,
+    /// Input columns read by some row.
     pub used: usize,
+    /// Zero columns after the used input.
     pub pad_after: usize,
 }
 

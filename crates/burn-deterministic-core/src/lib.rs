@@ -15,6 +15,21 @@
 //! - [`Cost`] and [`AxisEstimate`]: the one count of bytes and multiply-adds; [`BandPolicy`]
 //!   and [`height_first`]: the layout and pass-order choices made from it;
 //! - [`WeightCache`]: built maps kept per geometry, bounded.
+//!
+//! **Not a stable API.** This crate is an implementation detail of the front doors, which
+//! depend on it with an exact version; its items may change in any release.
+//!
+//! ```rust
+//! use burn_deterministic_core::{tap_window, Mode, Resampling};
+//!
+//! // A 2x bilinear upsample with half-pixel centres: output 5 reads inputs 2 and 3; its window
+//! // (where taps may land, known before any weight is) is a little wider.
+//! let bilinear = Resampling { mode: Mode::Bilinear, align_corners: false };
+//! assert_eq!(tap_window(5, 8, 16, bilinear), 1..5);
+//! ```
+
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod cache;
 mod cost;
@@ -37,14 +52,18 @@ pub enum Mode {
     Nearest,
     /// `floor((o + ½) · in / out)`: PyTorch's `nearest-exact` (Burn 0.22 and later).
     NearestExact,
+    /// Linear in each axis (2 taps; Burn's `Bilinear`).
     Bilinear,
+    /// Cubic convolution, `a = -0.75` (4 taps; Burn's `Bicubic`).
     Bicubic,
+    /// Lanczos windowed sinc, `a = 3` (6 taps; Burn's `Lanczos3`).
     Lanczos3,
 }
 
 /// What an axis' weights depend on besides its sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Resampling {
+    /// The interpolation algorithm.
     pub mode: Mode,
     /// Input and output aligned by their corner pixels, else half-pixel centres.
     pub align_corners: bool,

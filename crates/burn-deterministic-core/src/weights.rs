@@ -21,7 +21,9 @@ use core::ops::Range;
 /// weights of the inputs `first..first + weights.len()` (trimmed to the kernel's support).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AxisWeights {
+    /// Input size along the axis.
     pub input: usize,
+    /// Per output: its first input and the weights from there on.
     pub columns: Vec<(usize, Vec<f64>)>,
     /// Peak bytes of device tensors alive while decoding them (impulses + kernel response).
     pub read_bytes: u64,

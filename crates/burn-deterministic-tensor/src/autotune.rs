@@ -20,6 +20,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// build, so this holds for every CubeCL device of the process. Read off burn-cubecl's
 /// convolution strategy, whose default is `Autotune` exactly when its `autotune` feature is
 /// compiled in (the matmul's strategy follows the same feature).
+// Public for the test that compares it with CubeCL's own autotune log; `check` is the API.
+#[doc(hidden)]
 pub fn compiled_in() -> bool {
     use burn_cubecl::kernel::conv::ConvStrategy;
     !matches!(
@@ -30,6 +32,7 @@ pub fn compiled_in() -> bool {
 
 /// Bits on `backend` can depend on CubeCL's autotune cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AutotuneHazard {
     /// The name Burn gives the device's backend, e.g. `dispatch<autodiff<fusion<cubecl<wgpu<wgsl>>>>>`
     /// (measured with Burn's default features).

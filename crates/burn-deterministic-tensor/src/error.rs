@@ -1,10 +1,13 @@
 //! What a resize refuses, before any kernel runs.
 
 use burn::tensor::ops::InterpolateOptions;
+use burn::tensor::DType;
+use burn_deterministic_core::Mode;
 use core::fmt;
 
 /// Why a resize cannot run.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ResizeError {
     /// Neither `output_size` nor `scale_factor` is set.
     NoOutputSize,
@@ -14,22 +17,35 @@ pub enum ResizeError {
     InvalidScaleFactor([f32; 2]),
     /// An input or output axis of size zero (`input` and `output` are `[height, width]`).
     EmptyAxis {
+        /// The input's `[height, width]`.
         input: [usize; 2],
+        /// The output's `[height, width]`.
         output: [usize; 2],
     },
     /// One axis' weight matrix would not fit: `rows × columns` entries.
-    TooLarge { rows: usize, columns: usize },
+    TooLarge {
+        /// Output size along the axis.
+        rows: usize,
+        /// Input size along the axis.
+        columns: usize,
+    },
     /// The device's backend has no forward kernel for this mode and dtype (Burn's own
     /// `interpolate` panics there too; e.g. flex has no nearest-exact in 0.22.1), so there are
-    /// no weights to read. `reason` is the backend's message.
+    /// no weights to read. Declared per backend, never probed.
     NoBackendKernel {
-        mode: String,
-        dtype: String,
-        reason: String,
+        /// The interpolation mode.
+        mode: Mode,
+        /// The tensor's dtype.
+        dtype: DType,
+        /// Which kernels the backend has.
+        reason: &'static str,
     },
     /// Mechanism (b), `extension`, is implemented for flex and the CubeCL backends (this crate's
     /// features `extension-flex`, `extension-wgpu`) only; `device` is the tensor's.
-    NotRouted { device: String },
+    NotRouted {
+        /// The tensor's device, as Burn prints it.
+        device: String,
+    },
 }
 
 impl fmt::Display for ResizeError {
@@ -61,8 +77,8 @@ impl fmt::Display for ResizeError {
                 reason,
             } => write!(
                 f,
-                "the device's backend has no {mode} interpolate kernel for {dtype} to read the \
-                 weights from ({reason})"
+                "the device's backend has no {mode:?} interpolate kernel for {dtype:?} to read \
+                 the weights from ({reason})"
             ),
             Self::NotRouted { device } => write!(
                 f,

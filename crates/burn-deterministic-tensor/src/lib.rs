@@ -6,9 +6,19 @@
 //! `burn::tensor::module::interpolate` and [`Interpolate2d`] is a drop-in for
 //! `burn::nn::interpolate::Interpolate2d`:
 //!
-//! ```rust,ignore
+//! ```rust
+//! use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
+//! use burn::tensor::{Device, Distribution, Tensor};
 //! use burn_deterministic_tensor::interpolate;
-//! let y = interpolate(x, InterpolateOptions::new(InterpolateMode::Bilinear).with_scale_factor([4.0, 4.0]));
+//!
+//! let device = Device::flex().autodiff();
+//! let x = Tensor::<4>::random([1, 3, 8, 8], Distribution::Default, &device).require_grad();
+//! let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_scale_factor([4.0, 4.0]);
+//! let y = interpolate(x.clone(), options);
+//! assert_eq!(y.dims(), [1, 3, 32, 32]);
+//! // A backward exists for every mode (Burn's CubeCL backends have none for bilinear).
+//! let grads = (y.clone() * y).mean().backward();
+//! assert_eq!(x.grad(&grads).expect("x requires a gradient").dims(), [1, 3, 8, 8]);
 //! ```
 //!
 //! A 2-D resize is separable: `y[n, c] = Wh · x[n, c] · Wwᵀ`. Each axis' weights are read off
@@ -35,11 +45,24 @@
 //! and the candidates add in different orders. With feature `autotune-check` (on with
 //! `extension-wgpu`), [`autotune`] says so once on stderr at the first resize on such a device,
 //! and [`autotune::check`] lets a training fail early instead.
+//!
+//! Which forward kernels a backend has is declared from Burn 0.22.1's sources (flex has no
+//! nearest-exact), never probed: the crate catches no panic and works in binaries built with
+//! `panic = "abort"`. `burn-deterministic-core`, the engine shared with the Burn 0.21 crate, is
+//! an implementation detail depended on with an exact version.
+
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[cfg(feature = "autotune-check")]
+#[cfg_attr(docsrs, doc(cfg(feature = "autotune-check")))]
 pub mod autotune;
 mod error;
 #[cfg(any(feature = "extension-flex", feature = "extension-wgpu"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "extension-flex", feature = "extension-wgpu")))
+)]
 pub mod extension;
 mod module;
 mod separable;
@@ -51,6 +74,15 @@ pub use separable::{cache_stats, reset_cache, CacheStats};
 
 use burn::tensor::ops::InterpolateOptions;
 use burn::tensor::Tensor;
+
+// The crate's README and the repository's Burn 0.22 page: their Rust snippets compile and run as
+// doctests of this crate.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/burn-0.22.md")]
+struct Burn022Doctests;
 
 /// `burn::tensor::module::interpolate`, deterministic and with a backward for every mode.
 ///

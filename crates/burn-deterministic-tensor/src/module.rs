@@ -27,14 +27,19 @@ pub struct Interpolate2dConfig {
 /// 2-D interpolation of `[N, C, H, W]`, deterministic, with a backward for every mode.
 #[derive(Module, Debug)]
 pub struct Interpolate2d {
+    /// Output `[height, width]`; exactly one of this and `scale_factor`.
     pub output_size: Option<[usize; 2]>,
+    /// `[height, width]` factors; the output is `floor(input · factor)`.
     pub scale_factor: Option<[f32; 2]>,
+    /// Interpolation mode.
     #[module(skip)]
     pub mode: InterpolateMode,
+    /// Corner pixels aligned, else half-pixel centres.
     pub align_corners: bool,
 }
 
 impl Interpolate2dConfig {
+    /// The layer with this configuration.
     pub fn init(self) -> Interpolate2d {
         Interpolate2d {
             output_size: self.output_size,

@@ -1,6 +1,6 @@
 //! The resize as two matmuls with constant weights: `y[n, c] = Wh · x[n, c] · Wwᵀ`.
 //!
-//! This is mechanism (a) of the issue: tensor ops only. Burn's autodiff differentiates the two
+//! This is mechanism (a), the crate's root: tensor ops only. Burn's autodiff differentiates the two
 //! matmuls, so the backward is `dx[n, c] = Whᵀ · g[n, c] · Ww` — the exact adjoint, as GEMMs
 //! of the backend, with no atomics and no accumulation order left to a scheduler.
 

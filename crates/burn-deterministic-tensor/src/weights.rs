@@ -4,7 +4,7 @@
 //! weight exactly). The same reading as the Burn 0.21 front door, with Burn 0.22's tensors.
 
 use crate::ResizeError;
-use burn::tensor::ops::InterpolateOptions;
+use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Device, Tensor, TensorData};
 use burn_deterministic_core::{comb, decode_axis, tap_windows, AxisWeights, Resampling};
 
@@ -24,26 +24,51 @@ pub(crate) fn read_axis(
     };
     let windows = tap_windows(input, output, resampling).ok_or(too_large)?;
     let widest = windows.iter().map(|w| w.len()).max().unwrap_or(1);
-    let read = || {
-        decode_axis(input, output, &windows, widest, dtype.size(), |channels| {
-            respond(input, output, channels, options, dtype, device)
-        })
-    };
-    // A backend without a kernel for this mode and dtype panics on the first impulse, before
-    // any state is shared (flex 0.22.1 has no nearest-exact); that becomes an error naming the
-    // mode and dtype. Only reads that panicked are caught: the resize itself is never retried.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).map_err(|panic| {
-        let reason = panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "the kernel panicked".to_string());
-        ResizeError::NoBackendKernel {
-            mode: format!("{:?}", options.mode),
-            dtype: format!("{dtype:?}"),
+    if let Some(reason) = lacking_kernel(device, &options.mode, dtype) {
+        return Err(ResizeError::NoBackendKernel {
+            mode: resampling.mode,
+            dtype,
             reason,
-        }
-    })
+        });
+    }
+    Ok(decode_axis(
+        input,
+        output,
+        &windows,
+        widest,
+        dtype.size(),
+        |channels| respond(input, output, channels, options, dtype, device),
+    ))
+}
+
+/// Why the backend behind `device` has no forward kernel for `mode` in `dtype`, or `None` if it
+/// has one. Declared from Burn 0.22.1's sources, never probed (a probe would have to catch the
+/// kernel's panic, which a binary built with `panic = "abort"` cannot):
+/// - flex (`burn-flex` `ops/module.rs`): nearest, bilinear, bicubic, lanczos3 in f32, f64, f16
+///   and bf16; nothing else;
+/// - ndarray (`burn-ndarray` `ops/module.rs`): every mode but nearest-exact;
+/// - CubeCL (wgpu, cuda, rocm) and the others: every mode, in the dtypes they run.
+///
+/// The backend is told by the device's dispatch variant, as Burn 0.22.1 prints it.
+pub(crate) fn lacking_kernel(
+    device: &Device,
+    mode: &InterpolateMode,
+    dtype: DType,
+) -> Option<&'static str> {
+    let backend = format!("{:?}", device.as_dispatch());
+    let backend = backend
+        .strip_prefix("Autodiff { device: ")
+        .unwrap_or(&backend);
+    if backend.starts_with("Flex(") {
+        let mode_ok = !matches!(mode, InterpolateMode::NearestExact);
+        let dtype_ok = matches!(dtype, DType::F32 | DType::F64 | DType::F16 | DType::BF16);
+        return (!(mode_ok && dtype_ok))
+            .then_some("flex 0.22.1 interpolates nearest, bilinear, bicubic and lanczos3 in f32, f64, f16 and bf16 only");
+    }
+    if backend.starts_with("NdArray(") && matches!(mode, InterpolateMode::NearestExact) {
+        return Some("ndarray 0.22.1 has no nearest-exact interpolate");
+    }
+    None
 }
 
 /// Burn's `interpolate` of the impulse channels [`comb`]`(channels, input)` to `[output, 1]`,

@@ -226,33 +226,49 @@ fn weights_are_read_once_per_geometry() {
     assert!(after_second.hits >= after_first.hits + 2, "both axes found");
 }
 
-/// Flex 0.22.1 has no nearest-exact kernel (Burn's own `interpolate` panics): there are no
-/// weights to read, and the error says so instead of a panic inside the kernel.
+/// The crate declares which forward kernels flex 0.22.1 has (it never probes them by catching
+/// a panic). The declaration must match Burn: for every mode and dtype, Burn's own
+/// `interpolate` panics exactly where `try_interpolate` refuses with `NoBackendKernel`, and the
+/// error names the mode and dtype (flex has no nearest-exact).
 #[test]
-fn a_mode_without_a_backend_kernel_is_refused_by_name() {
+fn the_declared_flex_kernels_match_burns() {
     let device = Device::flex();
-    let options = InterpolateOptions::new(InterpolateMode::NearestExact).with_output_size([8, 8]);
-    let x = input(1, [4, 4], DType::F32, &device);
-    let burn =
-        std::panic::catch_unwind(|| burn::tensor::module::interpolate(x.clone(), options.clone()));
-    assert!(
-        burn.is_err(),
-        "flex gained nearest-exact: move the mode to FLEX_MODES"
-    );
-    match try_interpolate(x, options) {
-        Err(ResizeError::NoBackendKernel {
-            mode,
-            dtype,
-            reason,
-        }) => {
-            assert_eq!((mode.as_str(), dtype.as_str()), ("NearestExact", "F32"));
-            assert!(reason.contains("unsupported mode NearestExact"), "{reason}");
+    let modes = [InterpolateMode::NearestExact]
+        .into_iter()
+        .chain(FLEX_MODES);
+    let mut refused = 0;
+    for mode in modes {
+        for dtype in [DType::F32, DType::F64] {
+            let options = InterpolateOptions::new(mode.clone()).with_output_size([8, 8]);
+            let x = input(1, [4, 4], dtype, &device);
+            let burn = std::panic::catch_unwind(|| {
+                burn::tensor::module::interpolate(x.clone(), options.clone())
+            });
+            match try_interpolate(x, options) {
+                Err(ResizeError::NoBackendKernel {
+                    mode: lacking,
+                    dtype: found,
+                    reason,
+                }) => {
+                    assert!(burn.is_err(), "{mode:?} {dtype:?}: Burn has the kernel");
+                    assert_eq!(format!("{lacking:?}"), format!("{mode:?}"));
+                    assert_eq!(found, dtype);
+                    assert!(reason.contains("flex"), "{reason}");
+                    refused += 1;
+                }
+                Ok(_) => assert!(burn.is_ok(), "{mode:?} {dtype:?}: Burn has no kernel"),
+                Err(other) => panic!("{mode:?} {dtype:?}: {other}"),
+            }
         }
-        other => panic!(
-            "expected NoBackendKernel, got {:?}",
-            other.map(|t| t.dims())
-        ),
     }
+    assert_eq!(refused, 2, "nearest-exact in f32 and f64");
+    // An autodiff device of flex is flex too.
+    let options = InterpolateOptions::new(InterpolateMode::NearestExact).with_output_size([8, 8]);
+    let x = input(1, [4, 4], DType::F32, &device.autodiff());
+    assert!(matches!(
+        try_interpolate(x, options),
+        Err(ResizeError::NoBackendKernel { .. })
+    ));
 }
 
 /// On wgpu (Vulkan; llvmpipe without a GPU), f32, every mode Burn 0.22.1 has there,

@@ -24,6 +24,7 @@ pub const CONFIG_ENV_VAR: &str = "BURN_DETERMINISTIC_CONFIG";
 /// When the forward pass is computed with matmuls instead of `B::interpolate`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum RewritePolicy {
     /// Matmul forward on accelerator devices, or whenever the inner backend records gradients
     /// (`B::ad_enabled`, the `DeterministicBackend<Autodiff<_>>` layering, where autodiff can
@@ -43,11 +44,15 @@ pub enum RewritePolicy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ModeSet {
-    /// Off by default: Burn's nearest backward already exists on every backend and is a
-    /// deterministic gather, and its forward is a cheap copy.
+    /// Nearest. Off by default: where the backend has a nearest backward it is a deterministic
+    /// gather, and its forward a cheap copy. Where it has none (Candle), the decorator takes
+    /// nearest over anyway (see [`crate::InterpolateKernels`]).
     pub nearest: bool,
+    /// Bilinear (on by default).
     pub bilinear: bool,
+    /// Bicubic (on by default).
     pub bicubic: bool,
+    /// Lanczos3 (on by default).
     pub lanczos3: bool,
 }
 
@@ -88,6 +93,7 @@ impl ModeSet {
 /// How each axis' weight matrix is stored and multiplied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum WeightLayout {
     /// Banded when it saves at least `banded_min_gain`× the dense multiply-adds, or when the
     /// dense weights would exceed `max_weight_bytes`; dense otherwise.
@@ -103,11 +109,29 @@ pub enum WeightLayout {
 }
 
 /// The decorator's configuration. Serializable, so it can live in a training config file.
+///
+/// Built from [`Default`] with the `with_*` methods, or read with [`Self::from_json`] /
+/// [`Self::from_file`]; fields may be added in later versions (`#[non_exhaustive]`). Its values
+/// are checked where it takes effect: [`set_config`] and [`with_config`] refuse an invalid one.
+///
+/// ```rust
+/// use burn_deterministic::{DeterministicConfig, RewritePolicy, WeightLayout};
+///
+/// let config = DeterministicConfig::default()
+///     .with_policy(RewritePolicy::Always)
+///     .with_layout(WeightLayout::Banded)
+///     .with_block_size(1);
+/// assert!(config.validate().is_ok());
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
 pub struct DeterministicConfig {
+    /// When the forward is computed with matmuls. Default [`RewritePolicy::Auto`].
     pub policy: RewritePolicy,
+    /// Which modes the decorator takes over. Default: bilinear, bicubic, lanczos3.
     pub modes: ModeSet,
+    /// How each axis' weights are laid out. Default [`WeightLayout::Auto`].
     pub layout: WeightLayout,
     /// Outputs per block of the banded layout (≥ 1). Default 64.
     pub block_size: usize,
@@ -119,8 +143,9 @@ pub struct DeterministicConfig {
     /// that cannot fit is refused with [`crate::ResizeError::WeightsTooLarge`] before any
     /// kernel runs. Default 256 MiB.
     pub max_weight_bytes: u64,
-    /// Weight cache bounds: entries (0 disables the cache) and bytes. Defaults 64 and 256 MiB.
+    /// Weight cache bound in entries (0 disables the cache). Default 64.
     pub cache_max_entries: usize,
+    /// Weight cache bound in bytes. Default 256 MiB.
     pub cache_max_bytes: u64,
     /// Replace the ops whose native kernel adds in a varying order on the device (full sums,
     /// `scatter_nd` with repeated indices; see [`crate::determinism`]) by fixed-order
@@ -149,13 +174,69 @@ impl Default for DeterministicConfig {
     }
 }
 
-/// A configuration that could not be read.
-#[derive(Debug)]
-pub struct ConfigError(String);
+/// Why a configuration was refused. Each names what was wrong: the field, the file, or the
+/// environment variable.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A field holds a value out of its range.
+    InvalidField {
+        /// The field's name, as in JSON.
+        field: &'static str,
+        /// The value found, as written.
+        value: String,
+        /// What the field accepts.
+        expected: &'static str,
+    },
+    /// The JSON text is not a configuration: a syntax error, an unknown field, or a value of the
+    /// wrong type (serde's message names the field and where).
+    Json {
+        /// serde's message.
+        message: String,
+    },
+    /// A configuration file could not be read.
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error's message.
+        message: String,
+    },
+    /// A configuration file holds an invalid configuration.
+    InFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong in it.
+        error: Box<ConfigError>,
+    },
+    /// The environment variable [`CONFIG_ENV_VAR`] holds an invalid configuration.
+    InEnvironment {
+        /// The variable's name.
+        variable: &'static str,
+        /// What is wrong in it.
+        error: Box<ConfigError>,
+    },
+}
 
 impl core::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            Self::InvalidField {
+                field,
+                value,
+                expected,
+            } => write!(
+                f,
+                "invalid burn-deterministic config: `{field}` is {value}, expected {expected}"
+            ),
+            Self::Json { message } => write!(f, "invalid burn-deterministic config: {message}"),
+            Self::Read { path, message } => write!(
+                f,
+                "cannot read burn-deterministic config {}: {message}",
+                path.display()
+            ),
+            Self::InFile { path, error } => write!(f, "{}: {error}", path.display()),
+            Self::InEnvironment { variable, error } => write!(f, "{variable}: {error}"),
+        }
     }
 }
 
@@ -163,25 +244,40 @@ impl std::error::Error for ConfigError {}
 
 impl DeterministicConfig {
     /// Parses a JSON configuration; unknown fields are an error, missing ones take defaults.
+    ///
+    /// ```rust
+    /// use burn_deterministic::{ConfigError, DeterministicConfig};
+    ///
+    /// let config = DeterministicConfig::from_json(r#"{"layout": "banded"}"#).unwrap();
+    /// assert_eq!(config.block_size, DeterministicConfig::default().block_size);
+    /// assert!(matches!(
+    ///     DeterministicConfig::from_json(r#"{"block_size": 0}"#),
+    ///     Err(ConfigError::InvalidField { field: "block_size", .. })
+    /// ));
+    /// ```
     pub fn from_json(json: &str) -> Result<Self, ConfigError> {
-        let config: Self = serde_json::from_str(json)
-            .map_err(|e| ConfigError(format!("invalid burn-deterministic config: {e}")))?;
-        config
-            .validate()
-            .map_err(|e| ConfigError(format!("invalid burn-deterministic config: {e}")))?;
+        let config: Self = serde_json::from_str(json).map_err(|e| ConfigError::Json {
+            message: e.to_string(),
+        })?;
+        config.validate()?;
         Ok(config)
     }
 
     /// Checks the values serde cannot: `block_size ≥ 1`, `banded_min_gain > 0`.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         if self.block_size == 0 {
-            return Err("block_size must be at least 1".into());
+            return Err(ConfigError::InvalidField {
+                field: "block_size",
+                value: self.block_size.to_string(),
+                expected: "at least 1",
+            });
         }
         if self.banded_min_gain.is_nan() || self.banded_min_gain <= 0.0 {
-            return Err(format!(
-                "banded_min_gain must be positive, got {}",
-                self.banded_min_gain
-            ));
+            return Err(ConfigError::InvalidField {
+                field: "banded_min_gain",
+                value: self.banded_min_gain.to_string(),
+                expected: "a positive number",
+            });
         }
         Ok(())
     }
@@ -189,25 +285,98 @@ impl DeterministicConfig {
     /// Reads a JSON configuration file.
     pub fn from_file(path: impl AsRef<std::path::Path>) -> Result<Self, ConfigError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            ConfigError(format!(
-                "cannot read burn-deterministic config {}: {e}",
-                path.display()
-            ))
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.to_path_buf(),
+            message: e.to_string(),
         })?;
-        Self::from_json(&text).map_err(|e| ConfigError(format!("{}: {e}", path.display())))
+        Self::from_json(&text).map_err(|error| ConfigError::InFile {
+            path: path.to_path_buf(),
+            error: Box::new(error),
+        })
     }
 
     /// The configuration named by `BURN_DETERMINISTIC_CONFIG` (inline JSON or a file path), or
     /// `None` when the variable is unset.
     pub fn from_env() -> Result<Option<Self>, ConfigError> {
+        let in_environment = |error| ConfigError::InEnvironment {
+            variable: CONFIG_ENV_VAR,
+            error: Box::new(error),
+        };
         match std::env::var(CONFIG_ENV_VAR) {
             Err(_) => Ok(None),
-            Ok(value) if value.trim_start().starts_with('{') => Self::from_json(&value)
+            Ok(value) if value.trim_start().starts_with('{') => {
+                Self::from_json(&value).map(Some).map_err(in_environment)
+            }
+            Ok(path) => Self::from_file(path.trim())
                 .map(Some)
-                .map_err(|e| ConfigError(format!("{CONFIG_ENV_VAR}: {e}"))),
-            Ok(path) => Self::from_file(path.trim()).map(Some),
+                .map_err(in_environment),
         }
+    }
+
+    /// This configuration with `policy`.
+    pub fn with_policy(self, policy: RewritePolicy) -> Self {
+        Self { policy, ..self }
+    }
+
+    /// This configuration with `modes`.
+    pub fn with_modes(self, modes: ModeSet) -> Self {
+        Self { modes, ..self }
+    }
+
+    /// This configuration with `layout`.
+    pub fn with_layout(self, layout: WeightLayout) -> Self {
+        Self { layout, ..self }
+    }
+
+    /// This configuration with `block_size` (checked where it is used: [`set_config`],
+    /// [`with_config`]).
+    pub fn with_block_size(self, block_size: usize) -> Self {
+        Self { block_size, ..self }
+    }
+
+    /// This configuration with `banded_min_gain` (checked where it is used).
+    pub fn with_banded_min_gain(self, banded_min_gain: f64) -> Self {
+        Self {
+            banded_min_gain,
+            ..self
+        }
+    }
+
+    /// This configuration with `cache_max_entries`.
+    pub fn with_cache_max_entries(self, cache_max_entries: usize) -> Self {
+        Self {
+            cache_max_entries,
+            ..self
+        }
+    }
+
+    /// This configuration with `cache_max_bytes`.
+    pub fn with_cache_max_bytes(self, cache_max_bytes: u64) -> Self {
+        Self {
+            cache_max_bytes,
+            ..self
+        }
+    }
+
+    /// This configuration with `max_weight_bytes`.
+    pub fn with_max_weight_bytes(self, max_weight_bytes: u64) -> Self {
+        Self {
+            max_weight_bytes,
+            ..self
+        }
+    }
+
+    /// This configuration with `fixed_order_ops`.
+    pub fn with_fixed_order_ops(self, fixed_order_ops: bool) -> Self {
+        Self {
+            fixed_order_ops,
+            ..self
+        }
+    }
+
+    /// This configuration with `strict`.
+    pub fn with_strict(self, strict: bool) -> Self {
+        Self { strict, ..self }
     }
 }
 
@@ -217,16 +386,26 @@ thread_local! {
     static SCOPED: RefCell<Vec<DeterministicConfig>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Sets the configuration for the whole process (threads without a [`with_config`] scope).
-pub fn set_config(config: DeterministicConfig) {
+/// Sets the configuration for the whole process (threads without a [`with_config`] scope),
+/// after validating it.
+pub fn set_config(config: DeterministicConfig) -> Result<(), ConfigError> {
+    config.validate()?;
     *PROCESS_CONFIG.write().unwrap_or_else(|e| e.into_inner()) = Some(config);
+    Ok(())
 }
 
-/// The configuration in effect on this thread.
+/// The error of an invalid `BURN_DETERMINISTIC_CONFIG`, if the variable is set and invalid.
 ///
-/// # Panics
-/// When `BURN_DETERMINISTIC_CONFIG` is set but invalid: silently ignoring a configuration the
-/// user asked for would change behaviour without notice.
+/// Such a variable is reported once on stderr, when the configuration is first needed, and the
+/// decorator then runs with [`DeterministicConfig::default`] (its deterministic settings) rather
+/// than panicking inside whichever op asked first. A program that would rather stop calls this
+/// at start-up.
+pub fn environment_error() -> Option<ConfigError> {
+    DeterministicConfig::from_env().err()
+}
+
+/// The configuration in effect on this thread: the innermost [`with_config`] scope, else the
+/// process configuration ([`set_config`]), else the environment variable, else the default.
 pub fn current() -> DeterministicConfig {
     if let Some(scoped) = SCOPED.with(|s| s.borrow().last().cloned()) {
         return scoped;
@@ -241,13 +420,19 @@ pub fn current() -> DeterministicConfig {
     let mut process = PROCESS_CONFIG.write().unwrap_or_else(|e| e.into_inner());
     let config = match DeterministicConfig::from_env() {
         Ok(found) => found.unwrap_or_default(),
-        Err(e) => panic!("{e}"),
+        Err(error) => {
+            eprintln!(
+                "burn-deterministic: {error}; running with the default configuration \
+                 (burn_deterministic::config::environment_error() returns this error)"
+            );
+            DeterministicConfig::default()
+        }
     };
     process.get_or_insert(config).clone()
 }
 
-/// Runs `f` with `config` in effect on the current thread, restoring the previous one after,
-/// also when `f` panics. Scopes nest.
+/// Runs `f` with `config` in effect on the current thread, restoring the previous one after.
+/// Scopes nest. An invalid `config` is refused before `f` runs.
 ///
 /// Autodiff runs the backward pass on the thread that calls `backward()`, so a scope around
 /// both forward and `backward()` covers both.
@@ -256,7 +441,11 @@ pub fn current() -> DeterministicConfig {
 /// workers, rayon tasks) see the process configuration ([`set_config`], or the
 /// `BURN_DETERMINISTIC_CONFIG` environment variable), which is how a configuration reaches
 /// them.
-pub fn with_config<R>(config: DeterministicConfig, f: impl FnOnce() -> R) -> R {
+pub fn with_config<R>(
+    config: DeterministicConfig,
+    f: impl FnOnce() -> R,
+) -> Result<R, ConfigError> {
+    config.validate()?;
     struct Pop;
     impl Drop for Pop {
         fn drop(&mut self) {
@@ -265,5 +454,5 @@ pub fn with_config<R>(config: DeterministicConfig, f: impl FnOnce() -> R) -> R {
     }
     SCOPED.with(|s| s.borrow_mut().push(config));
     let _pop = Pop;
-    f()
+    Ok(f())
 }

@@ -7,6 +7,7 @@
 //! [`mark_device`] (no trait to implement, so no orphan rule in the way), and otherwise
 //! [`DeviceProfile::UNKNOWN`]: an accelerator with every hazard, which is always correct.
 
+use burn_backend::ops::InterpolateMode;
 use burn_backend::DType;
 use core::any::TypeId;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,6 +15,7 @@ use std::sync::RwLock;
 
 /// Where a device computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DeviceKind {
     /// A host CPU backend (ndarray, flex): native kernels are sequential per output element, so
     /// the forward stays native under the `auto` policy.
@@ -25,6 +27,7 @@ pub enum DeviceKind {
 
 /// When a backend's full reduction (`float_sum`, `float_mean`) stops adding in a fixed order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FullSumOrder {
     /// Always a fixed order: the native op is kept.
     Fixed,
@@ -92,12 +95,114 @@ impl OrderHazards {
     };
 }
 
+/// Which of Burn's `interpolate` kernels a backend has, per mode: a forward and a backward.
+///
+/// Declared, never probed: the decorator reads weights off `B`'s forward kernel only where it
+/// has one (else off a host reference kernel), and takes a mode's backward over wherever `B`
+/// has none, whatever the configuration's `modes` say. Nothing calls a kernel to see whether it
+/// panics, so the library works in binaries built with `panic = "abort"`.
+///
+/// ```rust
+/// use burn::tensor::ops::InterpolateMode;
+/// use burn_deterministic::InterpolateKernels;
+///
+/// // Candle 0.21: a nearest forward, no other forward, no backward.
+/// let candle = InterpolateKernels::NONE.with_forward(InterpolateMode::Nearest);
+/// assert!(candle.has_forward(&InterpolateMode::Nearest));
+/// assert!(!candle.has_forward(&InterpolateMode::Bilinear));
+/// assert!(!candle.has_backward(&InterpolateMode::Nearest));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InterpolateKernels {
+    forward: u8,
+    backward: u8,
+}
+
+impl InterpolateKernels {
+    const EVERY_MODE: u8 = 0b1111;
+
+    /// A forward and a backward kernel for every mode.
+    pub const ALL: Self = Self {
+        forward: Self::EVERY_MODE,
+        backward: Self::EVERY_MODE,
+    };
+
+    /// A forward kernel for every mode and no backward: what a backend the decorator does not
+    /// know is assumed to have (its forward is read, its backward never called).
+    pub const FORWARD_ONLY: Self = Self {
+        forward: Self::EVERY_MODE,
+        backward: 0,
+    };
+
+    /// No kernel at all: weights come from the host reference kernel, and the decorator
+    /// computes every backward.
+    pub const NONE: Self = Self {
+        forward: 0,
+        backward: 0,
+    };
+
+    const fn bit(mode: InterpolateMode) -> u8 {
+        match mode {
+            InterpolateMode::Nearest => 1,
+            InterpolateMode::Bilinear => 2,
+            InterpolateMode::Bicubic => 4,
+            InterpolateMode::Lanczos3 => 8,
+        }
+    }
+
+    /// These kernels and a forward for `mode`.
+    pub const fn with_forward(self, mode: InterpolateMode) -> Self {
+        Self {
+            forward: self.forward | Self::bit(mode),
+            ..self
+        }
+    }
+
+    /// These kernels and a backward for `mode`.
+    pub const fn with_backward(self, mode: InterpolateMode) -> Self {
+        Self {
+            backward: self.backward | Self::bit(mode),
+            ..self
+        }
+    }
+
+    /// These kernels without the forward for `mode`.
+    pub const fn without_forward(self, mode: InterpolateMode) -> Self {
+        Self {
+            forward: self.forward & !Self::bit(mode),
+            ..self
+        }
+    }
+
+    /// These kernels without the backward for `mode`.
+    pub const fn without_backward(self, mode: InterpolateMode) -> Self {
+        Self {
+            backward: self.backward & !Self::bit(mode),
+            ..self
+        }
+    }
+
+    /// Whether the backend's `interpolate` runs `mode`.
+    pub fn has_forward(&self, mode: &InterpolateMode) -> bool {
+        self.forward & Self::bit(mode.clone()) != 0
+    }
+
+    /// Whether the backend's `interpolate_backward` runs `mode`.
+    pub fn has_backward(&self, mode: &InterpolateMode) -> bool {
+        self.backward & Self::bit(mode.clone()) != 0
+    }
+}
+
 /// What the decorator knows of a device: where it computes, which of its backend's kernels
 /// add in a varying order, and whether CubeCL's autotune picks its kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DeviceProfile {
+    /// Where the device computes: decides the forward under the `auto` policy.
     pub kind: DeviceKind,
+    /// Which of its backend's kernels add in a run-dependent order.
     pub order_hazards: OrderHazards,
+    /// Which `interpolate` kernels its backend has (see [`InterpolateKernels`]).
+    pub interpolate_kernels: InterpolateKernels,
     /// Kernels chosen by CubeCL's autotune (timed on first use and cached), so that bits can
     /// depend on the cache.
     pub autotuned: bool,
@@ -110,13 +215,16 @@ impl DeviceProfile {
     pub const UNKNOWN: Self = Self {
         kind: DeviceKind::Accelerator,
         order_hazards: OrderHazards::ALL,
+        interpolate_kernels: InterpolateKernels::FORWARD_ONLY,
         autotuned: false,
     };
 
     /// A host CPU device whose kernels all add in a fixed order.
+    /// Its backend is assumed to have every forward kernel and no backward.
     pub const CPU: Self = Self {
         kind: DeviceKind::Cpu,
         order_hazards: OrderHazards::NONE,
+        interpolate_kernels: InterpolateKernels::FORWARD_ONLY,
         autotuned: false,
     };
 }
@@ -176,6 +284,10 @@ fn built_in(id: TypeId) -> Option<DeviceProfile> {
                 deform_conv2d_input_grad: true,
                 ..OrderHazards::NONE
             },
+            // burn-ndarray 0.21 `ops/module.rs`: every forward; the backward panics for
+            // bilinear, bicubic and lanczos3.
+            interpolate_kernels: InterpolateKernels::FORWARD_ONLY
+                .with_backward(InterpolateMode::Nearest),
             ..DeviceProfile::CPU
         });
     }
@@ -191,6 +303,9 @@ fn built_in(id: TypeId) -> Option<DeviceProfile> {
                 mean: from,
                 ..OrderHazards::NONE
             },
+            // burn-flex 0.21 `ops/module.rs`: every forward; the backward panics for lanczos3.
+            interpolate_kernels: InterpolateKernels::ALL
+                .without_backward(InterpolateMode::Lanczos3),
             ..DeviceProfile::CPU
         });
     }
@@ -208,6 +323,17 @@ fn built_in(id: TypeId) -> Option<DeviceProfile> {
     if id == TypeId::of::<burn::backend::rocm::RocmDevice>() {
         return Some(cubecl());
     }
+    // Candle (CPU, CUDA or Metal behind one device type: an accelerator, every hazard assumed).
+    // burn-candle 0.21 `ops/module.rs`: a nearest forward only; every backward panics.
+    #[cfg(feature = "candle")]
+    #[allow(deprecated)]
+    // burn-candle is deprecated in Burn 0.21, and still a backend users run
+    if id == TypeId::of::<burn::backend::candle::CandleDevice>() {
+        return Some(DeviceProfile {
+            interpolate_kernels: InterpolateKernels::NONE.with_forward(InterpolateMode::Nearest),
+            ..DeviceProfile::UNKNOWN
+        });
+    }
     None
 }
 
@@ -216,6 +342,9 @@ fn cubecl() -> DeviceProfile {
     DeviceProfile {
         kind: DeviceKind::Accelerator,
         order_hazards: OrderHazards::CUBECL,
+        // burn-cubecl 0.21: every forward; the backward panics for bilinear, bicubic, lanczos3.
+        interpolate_kernels: InterpolateKernels::FORWARD_ONLY
+            .with_backward(InterpolateMode::Nearest),
         autotuned: crate::determinism::autotune::compiled_in(),
     }
 }

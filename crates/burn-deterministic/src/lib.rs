@@ -41,7 +41,16 @@
 //! and `scatter_nd` are rewritten on the devices where `B`'s kernel adds in a varying order, and
 //! a build whose CubeCL kernels are picked by autotune is announced (see [`determinism`]).
 //!
-//! What is rewritten, and when, is set by [`DeterministicConfig`] (see [`config`]).
+//! What is rewritten, and when, is set by [`DeterministicConfig`] (see [`config`]). Which
+//! `interpolate` kernels a backend has is declared per device type ([`InterpolateKernels`] in
+//! its [`DeviceProfile`]), never probed: the library does not catch panics, and works in
+//! binaries built with `panic = "abort"`.
+//!
+//! `burn-deterministic-core`, the Burn-independent engine, is an implementation detail: it is
+//! depended on with an exact version, and its API may change in any release.
+
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod backend;
 pub mod config;
@@ -54,8 +63,21 @@ mod ops;
 pub mod resize;
 
 pub use backend::DeterministicBackend;
-pub use config::{with_config, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout};
-pub use device::{
-    device_profile, mark_device, DeviceKind, DeviceProfile, FullSumOrder, OrderHazards,
+pub use burn_deterministic_core::{Layout, Mode};
+pub use config::{
+    set_config, with_config, ConfigError, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout,
 };
-pub use error::ResizeError;
+pub use device::{
+    device_profile, mark_device, DeviceKind, DeviceProfile, FullSumOrder, InterpolateKernels,
+    OrderHazards,
+};
+pub use error::{Axis, ResizeError};
+
+// The crate's README and the repository's documentation pages: their Rust snippets compile and
+// run as doctests of this crate.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/configuration.md")]
+struct ConfigurationDoctests;

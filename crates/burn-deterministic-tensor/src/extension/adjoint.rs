@@ -17,6 +17,8 @@ use std::sync::Arc;
 
 /// How the backward multiplies by one axis' adjoint: what the tensor passed with it holds.
 /// (Plumbing of [`super::AdjointInterpolateBackend`]; [`super::try_interpolate_with`] builds it.)
+// Public only because the backend-extension trait's methods take it; not part of the API.
+#[doc(hidden)]
 #[derive(Debug, Clone)]
 pub enum AxisAdjoint {
     /// The tensor is the axis' `W: [output, input]`.

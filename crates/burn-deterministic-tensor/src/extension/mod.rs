@@ -28,6 +28,8 @@ use crate::error::output_size;
 use crate::separable::{adjoint_band, axis_matrix, resampling, MAX_MATRIX_BYTES};
 use crate::ResizeError;
 
+// Public because Burn's `#[backend_extension]` routing needs it; call `try_interpolate_with`.
+#[doc(hidden)]
 #[backend_extension(Autodiff, Flex: cfg(feature = "extension-flex"), Cube: cfg(feature = "extension-wgpu"))]
 pub trait AdjointInterpolateBackend: Backend {
     /// `x: [N, C, H, W] → [N, C, P, Q]` by the backend's own kernel (`options.output_size` is
@@ -117,7 +119,10 @@ pub enum AdjointLayout {
     /// only the outputs whose taps touch it): `taps × size` multiply-adds per axis instead of
     /// `size²`. `block_size: 1` keeps windows exact: a non-finite gradient value reaches only
     /// the inputs whose taps it touches.
-    Banded { block_size: NonZeroUsize },
+    Banded {
+        /// Inputs per block; `1` keeps windows exact.
+        block_size: NonZeroUsize,
+    },
 }
 
 /// [`crate::interpolate`] by mechanism (b): Burn's own forward kernel, this crate's adjoint as

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// holds for every CubeCL backend of the process. Read off burn-cubecl's convolution strategy,
 /// whose default is `Autotune` exactly when its `autotune` feature is compiled in.
 #[cfg(any(feature = "wgpu", feature = "cuda", feature = "rocm"))]
-pub fn compiled_in() -> bool {
+pub(crate) fn compiled_in() -> bool {
     use burn_cubecl::kernel::conv::ConvStrategy;
     !matches!(
         ConvStrategy::default(),
@@ -28,12 +28,13 @@ pub fn compiled_in() -> bool {
 
 /// Without a CubeCL backend feature nothing autotunes.
 #[cfg(not(any(feature = "wgpu", feature = "cuda", feature = "rocm")))]
-pub fn compiled_in() -> bool {
+pub(crate) fn compiled_in() -> bool {
     false
 }
 
 /// Bits on an autotuned device can depend on CubeCL's autotune cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AutotuneHazard {
     /// `B::name(device)` of the backend that autotunes.
     pub backend: String,
@@ -52,7 +53,7 @@ impl core::fmt::Display for AutotuneHazard {
              \"autodiff\", \"wgpu\"] }}   # or \"cuda\"; add the other features you use\n\
              or share one filled cache between runs with \
              burn_deterministic::determinism::use_autotune_cache_dir(..). \
-             DeterministicConfig {{ strict: true, .. }} turns this notice into an error.",
+             The configuration's `\"strict\": true` turns this notice into an error.",
             self.backend
         )
     }
@@ -76,7 +77,7 @@ static ANNOUNCED: AtomicBool = AtomicBool::new(false);
 
 /// Called by the decorator when it creates a tensor or resizes on `device`: on an autotuned
 /// device, prints [`AutotuneHazard`] once per process, or panics with it under `strict`.
-pub fn on_use<B: Backend>(device: &B::Device) {
+pub(crate) fn on_use<B: Backend>(device: &B::Device) {
     if !crate::device_profile(device).autotuned {
         return;
     }
@@ -100,6 +101,7 @@ pub fn on_use<B: Backend>(device: &B::Device) {
 
 /// Why [`use_autotune_cache_dir`] could not pin the cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PinCacheError {
     /// CubeCL read its configuration already (a CubeCL device was used): it cannot change.
     AlreadyConfigured,

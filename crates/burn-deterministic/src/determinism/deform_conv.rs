@@ -32,7 +32,7 @@ fn float<B: Backend, const D: usize>(tensor: FloatTensor<B>) -> Float<B, D> {
 
 /// The gradient of `deform_conv2d(x, offset, weight, mask)` with respect to `x`, given the
 /// output gradient, summed in a fixed order (see the module docs).
-pub fn input_grad<B: Backend>(
+pub(crate) fn input_grad<B: Backend>(
     x_shape: Shape,
     offset: FloatTensor<B>,
     weight: FloatTensor<B>,

@@ -4,20 +4,46 @@
 //!
 //! | op | native hazard (Burn 0.21) | rewrite | cost against `B`'s op |
 //! | --- | --- | --- | --- |
-//! | `float_sum`, `q_sum` | CubeCL: partial sums meet in a float `fetch_add`; flex: f32 ≥ 4 Mi elements summed by rayon | [`sum::fixed_order_sum`]: a tree of `float_sum_dim` over rows of 4096 | one more kernel per level of 4096× |
+//! | `float_sum`, `q_sum` | CubeCL: partial sums meet in a float `fetch_add`; flex: f32 ≥ 4 Mi elements summed by rayon | [`fixed_order_sum`]: a tree of `float_sum_dim` over rows of 4096 | one more kernel per level of 4096× |
 //! | `float_mean` | flex: as its sum (CubeCL's mean is a chain of per-axis reductions: kept) | the fixed-order sum divided by the count, as flex does | as the sum |
-//! | `float_scatter_nd`, `int_scatter_nd` | CubeCL: repeated index tuples race (lost updates) | [`scatter_nd::in_rounds`]: one native scatter per occurrence number | a host read of the indices; one scatter per repeat level |
-//! | `deform_conv2d_backward`, input gradient | CubeCL: float `fetch_add` per pixel; ndarray: `AtomicF32` under rayon | [`deform_conv::input_grad`]: column matmul, then one ordered `scatter_add` per bilinear corner | `B`'s backward still runs for the other gradients; a second column matmul and four scatters |
+//! | `float_scatter_nd`, `int_scatter_nd` | CubeCL: repeated index tuples race (lost updates) | `scatter_nd::in_rounds`: one native scatter per occurrence number | a host read of the indices; one scatter per repeat level |
+//! | `deform_conv2d_backward`, input gradient | CubeCL: float `fetch_add` per pixel; ndarray: `AtomicF32` under rayon | `deform_conv::input_grad`: column matmul, then one ordered `scatter_add` per bilinear corner | `B`'s backward still runs for the other gradients; a second column matmul and four scatters |
 //!
 //! Set `fixed_order_ops: false` in [`crate::DeterministicConfig`] to get `B`'s ops back.
 //! Kernels chosen by CubeCL's autotune are a separate matter: see [`autotune`].
 
-pub mod autotune;
-pub mod deform_conv;
-pub mod scatter_nd;
-pub mod sum;
+pub(crate) mod autotune;
+pub(crate) mod deform_conv;
+pub(crate) mod scatter_nd;
+pub(crate) mod sum;
 
 pub use autotune::{check, use_autotune_cache_dir, AutotuneHazard, PinCacheError};
+
+/// The sum of every element of `tensor` as the decorator's fixed-order tree (rows of 4096
+/// consecutive elements summed per axis, then rows of the partial sums, until one value is
+/// left), on any backend and whatever the device's hazards: the same bits in every run.
+///
+/// The decorator already uses it for `sum()` where `B`'s full sum is not fixed-order; call it
+/// directly to get the same tree everywhere (for example, to compare backends).
+///
+/// ```rust
+/// # #[cfg(feature = "ndarray")] {
+/// use burn::backend::NdArray;
+/// use burn::tensor::Tensor;
+/// use burn_deterministic::determinism::fixed_order_sum;
+///
+/// let x = Tensor::<NdArray, 2>::ones([3, 5000], &Default::default());
+/// assert_eq!(fixed_order_sum(x).into_scalar(), 15000.0);
+/// # }
+/// ```
+pub fn fixed_order_sum<B: Backend, const D: usize>(
+    tensor: burn::tensor::Tensor<B, D>,
+) -> burn::tensor::Tensor<B, 1> {
+    let primitive = tensor.into_primitive().tensor();
+    burn::tensor::Tensor::from_primitive(TensorPrimitive::Float(sum::fixed_order_sum::<B>(
+        primitive,
+    )))
+}
 
 use crate::{config, DeterministicBackend, OrderHazards};
 use burn_backend::ops::{DeformConv2dBackward, DeformConvOptions};
@@ -105,7 +131,7 @@ pub(crate) fn int_scatter_nd<B: Backend>(
 
 /// `deform_conv2d_backward` through the decorator: `B`'s backward for the offset, weight, mask
 /// and bias gradients; on devices whose input gradient adds with atomics, that one recomputed
-/// in a fixed order by [`deform_conv::input_grad`].
+/// in a fixed order by `deform_conv::input_grad`.
 pub(crate) fn deform_conv2d_backward<B: Backend>(
     x: FloatTensor<B>,
     offset: FloatTensor<B>,

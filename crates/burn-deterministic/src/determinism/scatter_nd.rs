@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 /// Rows of the flattened `[updates, K]` index tensor, grouped by occurrence number of their
 /// tuple: `rounds[r]` lists (ascending) the rows holding some tuple's `r`-th occurrence.
-pub fn rounds(tuples: &[i64], k: usize) -> Vec<Vec<usize>> {
+pub(crate) fn rounds(tuples: &[i64], k: usize) -> Vec<Vec<usize>> {
     let mut seen: HashMap<&[i64], usize> = HashMap::new();
     let mut rounds: Vec<Vec<usize>> = Vec::new();
     for (row, tuple) in tuples.chunks(k.max(1)).enumerate() {
@@ -27,7 +27,7 @@ pub fn rounds(tuples: &[i64], k: usize) -> Vec<Vec<usize>> {
 }
 
 /// The ops `scatter_nd` needs from one tensor kind (float or int) of `B`.
-pub trait ScatterNd<B: Backend> {
+pub(crate) trait ScatterNd<B: Backend> {
     type Tensor: TensorMetadata + Clone;
     fn reshape(tensor: Self::Tensor, shape: Shape) -> Self::Tensor;
     fn select_rows(tensor: Self::Tensor, rows: B::IntTensorPrimitive) -> Self::Tensor;
@@ -40,7 +40,7 @@ pub trait ScatterNd<B: Backend> {
 }
 
 /// `scatter_nd(data, indices, values, reduction)` with updates applied in index order.
-pub fn in_rounds<B: Backend, K: ScatterNd<B>>(
+pub(crate) fn in_rounds<B: Backend, K: ScatterNd<B>>(
     data: K::Tensor,
     indices: B::IntTensorPrimitive,
     values: K::Tensor,
@@ -81,9 +81,9 @@ pub fn in_rounds<B: Backend, K: ScatterNd<B>>(
 }
 
 /// Float tensors of `B`.
-pub struct Float;
+pub(crate) struct Float;
 /// Int tensors of `B`.
-pub struct Int;
+pub(crate) struct Int;
 
 impl<B: Backend> ScatterNd<B> for Float {
     type Tensor = B::FloatTensorPrimitive;

@@ -13,14 +13,14 @@ use burn_backend::{Backend, Shape, Slice, TensorMetadata};
 /// Elements each output of one level adds in sequence. 4096 keeps a level's outputs numerous
 /// enough to fill a GPU for large tensors (1 Mi elements: 256 outputs) and a sequence short
 /// enough that one unit finishes fast; a 2³² element tensor needs three levels.
-pub const CHUNK: usize = 4096;
+pub(crate) const CHUNK: usize = 4096;
 
 /// `sum(tensor)` as a fixed tree of `float_sum_dim` calls, shape `[1]` like `B::float_sum`.
 ///
 /// Cost against the native sum: one extra kernel per level (`⌈log₄₀₉₆ n⌉` levels) and, where the
 /// element count is not a multiple of [`CHUNK`], one small concatenation per level; the input is
 /// read once. A non-contiguous input is made contiguous by the first reshape.
-pub fn fixed_order_sum<B: Backend>(tensor: FloatTensor<B>) -> FloatTensor<B> {
+pub(crate) fn fixed_order_sum<B: Backend>(tensor: FloatTensor<B>) -> FloatTensor<B> {
     let elements = tensor.shape().num_elements();
     if elements == 0 {
         return B::float_sum(tensor);

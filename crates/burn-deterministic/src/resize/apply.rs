@@ -237,18 +237,27 @@ impl<B: Backend> Band<B> {
                     .stride
                     .expect("a band without gather indices is uniform");
                 let padded = pad_along::<B>(t, axis, &stride);
-                let lines = match dim {
-                    // [N·C, Hp, W] → [N·C, K, W, width] (a view)
-                    Dim::Height => Shape::new([n * c, stride.padded(), w]),
-                    // [N·C·H, Wp] → [N·C·H, K, width] (a view)
-                    Dim::Width => Shape::new([n * c * h, stride.padded()]),
+                return match dim {
+                    Dim::Height => {
+                        // [N·C, Hp, W] → [N·C, K, W, width] → [N·C, K, width, W] (views)
+                        let lines = Shape::new([n * c, stride.padded(), w]);
+                        let lines = B::float_reshape(padded, lines);
+                        let windows = B::float_unfold(lines, 1, width, stride.step);
+                        B::float_swap_dims(windows, 2, 3)
+                    }
+                    Dim::Width => {
+                        // [N·C·H, 1, Wp] → [N·C·H, 1, K, width] → [N·C·H, K, 1, width] (views).
+                        // The unit axis comes from the padded line, so its stride (Wp) is at
+                        // least the window's width: CubeCL's matmul refuses a matrix whose
+                        // outer stride is smaller than its row ("non-contiguous matrix
+                        // layout"), as a unit axis added by reshaping the unfolded view
+                        // would have (the unfold step).
+                        let lines = Shape::new([n * c * h, 1, stride.padded()]);
+                        let lines = B::float_reshape(padded, lines);
+                        let windows = B::float_unfold(lines, 2, width, stride.step);
+                        B::float_swap_dims(windows, 1, 2)
+                    }
                 };
-                let lines = B::float_reshape(padded, lines);
-                let windows = B::float_unfold(lines, 1, width, stride.step);
-                if dim == Dim::Height {
-                    return B::float_swap_dims(windows, 2, 3); // [N·C, K, width, W]
-                }
-                windows
             }
         };
         match dim {

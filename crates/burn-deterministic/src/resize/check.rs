@@ -3,24 +3,43 @@
 //! axis' layout (dense or banded) with its weights within `max_weight_bytes`, by the cost model.
 
 use super::resampling;
-use crate::config::{DeterministicConfig, WeightLayout};
-use crate::ResizeError;
+use crate::config::{self, DeterministicConfig, WeightLayout};
+use crate::{Axis, ResizeError};
 use burn_backend::ops::InterpolateOptions;
 use burn_backend::tensor::FloatTensor;
 use burn_backend::{Backend, DType, TensorMetadata};
 use burn_deterministic_core::{product, reading_bytes, AxisEstimate, BandPolicy, Layout};
 
-/// Checks that `x` can be resized to `output_size` under `config`, returning its dims
-/// `[N, C, H, W]`. Runs before any kernel, so bad input fails with a message that names the
-/// problem instead of deep inside a kernel; this includes weights that would not fit in
-/// `max_weight_bytes` in any layout.
+/// Checks that `x` can be resized to `output_size` through the decorator under the
+/// configuration in effect on this thread, returning its dims `[N, C, H, W]`: the checks the
+/// decorator's `interpolate` runs before any kernel, as a value instead of a panic. This
+/// includes weights that would not fit in `max_weight_bytes` in any layout.
+///
+/// ```rust
+/// # #[cfg(feature = "ndarray")] {
+/// use burn::backend::NdArray;
+/// use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
+/// use burn::tensor::Tensor;
+/// use burn_deterministic::resize::check_resize;
+/// use burn_deterministic::{DeterministicBackend, ResizeError};
+///
+/// let device = Default::default();
+/// let x = Tensor::<DeterministicBackend<NdArray>, 4>::zeros([1, 3, 8, 8], &device);
+/// let options = InterpolateOptions::new(InterpolateMode::Bilinear);
+/// assert_eq!(check_resize(&x, [16, 16], &options), Ok([1, 3, 8, 8]));
+/// assert_eq!(
+///     check_resize(&x, [0, 16], &options),
+///     Err(ResizeError::EmptyOutput { output_size: [0, 16] })
+/// );
+/// # }
+/// ```
 pub fn check_resize<B: Backend>(
-    x: &FloatTensor<B>,
+    x: &burn::tensor::Tensor<B, 4>,
     output_size: [usize; 2],
     options: &InterpolateOptions,
-    config: &DeterministicConfig,
 ) -> Result<[usize; 4], ResizeError> {
-    check::<B>(x, output_size, options, config).map(|c| c.dims)
+    let primitive = x.clone().into_primitive().tensor();
+    check::<B>(&primitive, output_size, options, &config::current()).map(|c| c.dims)
 }
 
 /// What [`check_resize`] established: the dims and each axis' layout.
@@ -44,11 +63,25 @@ fn check<B: Backend>(
     options: &InterpolateOptions,
     config: &DeterministicConfig,
 ) -> Result<Checked, ResizeError> {
-    config.validate().map_err(ResizeError::InvalidConfig)?;
     let dims = check_input::<B>(x, output_size)?;
     let dtype = x.dtype();
-    let height = choose_layout("height", dims[2], output_size[0], options, dtype, config)?;
-    let width = choose_layout("width", dims[3], output_size[1], options, dtype, config)?;
+    let device = B::float_device(x);
+    if !super::weights::HOST_REFERENCE && !super::weights::has_forward_kernel::<B>(&device, options)
+    {
+        return Err(ResizeError::NoKernel {
+            mode: resampling(options).mode,
+            backend: B::name(&device),
+        });
+    }
+    let height = choose_layout(
+        Axis::Height,
+        dims[2],
+        output_size[0],
+        options,
+        dtype,
+        config,
+    )?;
+    let width = choose_layout(Axis::Width, dims[3], output_size[1], options, dtype, config)?;
     Ok(Checked {
         dims,
         layouts: [height, width],
@@ -101,7 +134,7 @@ pub(super) fn check_input<B: Backend>(
 /// `banded_min_gain`× the dense multiply-adds, or when the dense weights exceed
 /// `max_weight_bytes`; either layout must fit in `max_weight_bytes`.
 fn choose_layout(
-    axis: &'static str,
+    axis: Axis,
     input: usize,
     output: usize,
     options: &InterpolateOptions,
@@ -120,7 +153,7 @@ fn choose_layout(
             axis,
             input,
             output,
-            layout: "any layout".into(),
+            layout: None,
             bytes: floor,
             limit: config.max_weight_bytes,
         });
@@ -155,7 +188,7 @@ fn choose_layout(
         axis,
         input,
         output,
-        layout: format!("{choice:?}"),
+        layout: Some(choice),
         bytes,
         limit: config.max_weight_bytes,
     })

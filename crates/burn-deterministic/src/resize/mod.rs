@@ -39,16 +39,16 @@ use math::ResizePlan;
 /// # Panics
 /// With the [`ResizeError`] message when a rewritten resize cannot be served (see
 /// [`check_resize`]).
-pub fn interpolate<B: Backend>(
+pub(crate) fn interpolate<B: Backend>(
     x: FloatTensor<B>,
     output_size: [usize; 2],
     options: InterpolateOptions,
 ) -> FloatTensor<B> {
     let config = config::current();
-    if !takes_over(&config, &options) {
+    let device = B::float_device(&x);
+    if !takes_over::<B>(&config, &options, &device) {
         return B::interpolate(x, output_size, options);
     }
-    let device = B::float_device(&x);
     owned::record::<B>(&x, &device, output_size, &options);
     if !rewrites_forward::<B>(config.policy, &device) {
         if let Err(e) = check_input::<B>(&x, output_size) {
@@ -75,7 +75,7 @@ pub fn interpolate<B: Backend>(
 /// # Panics
 /// With the [`ResizeError`] message when the input cannot be resized or `grad` does not have
 /// the output's shape.
-pub fn interpolate_backward<B: Backend>(
+pub(crate) fn interpolate_backward<B: Backend>(
     x: FloatTensor<B>,
     grad: FloatTensor<B>,
     output_size: [usize; 2],
@@ -83,7 +83,9 @@ pub fn interpolate_backward<B: Backend>(
 ) -> FloatTensor<B> {
     let config = config::current();
     let device = B::float_device(&x);
-    if !takes_over(&config, &options) && !owned::contains::<B>(&x, &device, output_size, &options) {
+    if !takes_over::<B>(&config, &options, &device)
+        && !owned::contains::<B>(&x, &device, output_size, &options)
+    {
         return B::interpolate_backward(x, grad, output_size, options);
     }
     let checked = checked::<B>(&x, output_size, &options, &config);
@@ -117,9 +119,19 @@ fn resampling(options: &InterpolateOptions) -> Resampling {
     }
 }
 
-/// Whether `config` hands this resize to the decorator (forward policy aside).
-fn takes_over(config: &DeterministicConfig, options: &InterpolateOptions) -> bool {
-    config.policy != RewritePolicy::Never && config.modes.contains(&options.mode)
+/// Whether this resize is the decorator's (forward policy aside): the configuration takes its
+/// mode over, or `B` has no backward kernel for it on this device (its declared
+/// [`crate::InterpolateKernels`]), so that every mode trains. `never` leaves everything to `B`.
+fn takes_over<B: Backend>(
+    config: &DeterministicConfig,
+    options: &InterpolateOptions,
+    device: &B::Device,
+) -> bool {
+    config.policy != RewritePolicy::Never
+        && (config.modes.contains(&options.mode)
+            || !crate::device_profile(device)
+                .interpolate_kernels
+                .has_backward(&options.mode))
 }
 
 /// Resizes whose forward the decorator took over on this thread, remembered so that their
@@ -192,7 +204,7 @@ mod owned {
 /// `Auto` keeps the native forward on CPU devices, except when the inner backend records
 /// gradients (`DeterministicBackend<Autodiff<_>>`): the decorator cannot hand autodiff a
 /// backward, so there the forward must be built from ops autodiff can differentiate.
-pub fn rewrites_forward<B: Backend>(policy: RewritePolicy, device: &B::Device) -> bool {
+pub(crate) fn rewrites_forward<B: Backend>(policy: RewritePolicy, device: &B::Device) -> bool {
     match policy {
         RewritePolicy::Never => false,
         RewritePolicy::Always => true,

@@ -12,10 +12,11 @@ use core::ops::Range;
 
 /// Reads every weight of one axis (`input → output`) off `B::interpolate`, in `dtype`.
 ///
-/// A backend without a forward kernel for the mode (Candle has none for bilinear, bicubic and
-/// lanczos3: it panics) gets its weights from the host reference kernel instead (see
-/// [`host_reference`]); they are uploaded to `B`'s device in `B`'s dtype like any other. The
-/// panic is caught once per backend and mode, silently, and remembered.
+/// A backend without a forward kernel for the mode (declared in its device profile's
+/// [`crate::InterpolateKernels`]: Candle has none for bilinear, bicubic and lanczos3) gets its
+/// weights from the host reference kernel instead (see [`host_reference`]); they are uploaded
+/// to `B`'s device in `B`'s dtype like any other. `check_resize` has refused the resize already
+/// where neither exists.
 pub(crate) fn read_axis<B: Backend>(
     input: usize,
     output: usize,
@@ -27,75 +28,31 @@ pub(crate) fn read_axis<B: Backend>(
     let windows = tap_windows(input, output, resampling(options))
         .expect("tap windows of a checked resize fit in host memory");
     let widest = windows.iter().map(|w| w.len()).max().unwrap_or(1);
-    let lacking = (core::any::type_name::<B>(), format!("{:?}", options.mode));
-    if !host_reference::lacks_kernel(&lacking) {
-        let read = host_reference::catch_silently(|| {
-            read_axis_with_stride::<B>(input, output, &windows, widest, options, dtype, device)
-        });
-        match read {
-            Ok(weights) => return weights,
-            Err(message) => host_reference::note_lacking(lacking, &B::name(device), &message),
-        }
+    if has_forward_kernel::<B>(device, options) {
+        read_axis_with_stride::<B>(input, output, &windows, widest, options, dtype, device)
+    } else {
+        host_reference::read_axis(input, output, &windows, widest, options, dtype)
     }
-    host_reference::read_axis(input, output, &windows, widest, options, dtype)
 }
+
+/// Whether `B` has a forward kernel for the mode on `device`, by its declared profile.
+pub(crate) fn has_forward_kernel<B: Backend>(
+    device: &B::Device,
+    options: &InterpolateOptions,
+) -> bool {
+    crate::device_profile(device)
+        .interpolate_kernels
+        .has_forward(&options.mode)
+}
+
+/// Whether a host reference kernel is compiled in (features `flex` or `ndarray`).
+pub(crate) const HOST_REFERENCE: bool = cfg!(any(feature = "flex", feature = "ndarray"));
 
 /// Weights read off a reference kernel on the host, for backends that have none for a mode:
 /// flex (pure Rust, Burn's coordinate rules) when this crate's `flex` feature is on, else
 /// ndarray (which has every forward mode).
 mod host_reference {
     use super::*;
-    use std::cell::Cell;
-    use std::sync::{Mutex, Once};
-
-    static LACKING: Mutex<Vec<(&'static str, String)>> = Mutex::new(Vec::new());
-
-    pub(super) fn lacks_kernel(key: &(&'static str, String)) -> bool {
-        LACKING
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(key)
-    }
-
-    pub(super) fn note_lacking(key: (&'static str, String), backend: &str, message: &str) {
-        let mut lacking = LACKING.lock().unwrap_or_else(|e| e.into_inner());
-        if !lacking.contains(&key) {
-            eprintln!(
-                "burn-deterministic: {backend} has no {} interpolate kernel to read weights off \
-                 ({message}); reading them off the host reference kernel instead",
-                key.1.to_lowercase()
-            );
-            lacking.push(key);
-        }
-    }
-
-    thread_local! {
-        static SILENT: Cell<bool> = const { Cell::new(false) };
-    }
-
-    /// Runs `f`, turning a panic into its message, without the panic hook printing it (only on
-    /// this thread, and only while `f` runs: other threads' panics print as usual).
-    pub(super) fn catch_silently<R>(f: impl FnOnce() -> R) -> Result<R, String> {
-        static HOOK: Once = Once::new();
-        HOOK.call_once(|| {
-            let previous = std::panic::take_hook();
-            std::panic::set_hook(Box::new(move |info| {
-                if !SILENT.with(Cell::get) {
-                    previous(info);
-                }
-            }));
-        });
-        SILENT.with(|s| s.set(true));
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-        SILENT.with(|s| s.set(false));
-        result.map_err(|payload| {
-            payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "a panic".into())
-        })
-    }
 
     #[cfg(feature = "flex")]
     type Reference = burn::backend::Flex;
@@ -132,15 +89,10 @@ mod host_reference {
         _output: usize,
         _windows: &[Range<usize>],
         _widest: usize,
-        options: &InterpolateOptions,
+        _options: &InterpolateOptions,
         _dtype: DType,
     ) -> AxisWeights {
-        panic!(
-            "burn-deterministic interpolate: the backend has no {:?} kernel to read weights \
-             off, and no host reference kernel is compiled in: enable burn-deterministic's \
-             `flex` (or `ndarray`) feature",
-            options.mode
-        )
+        unreachable!("check_resize refuses a mode without a kernel when no host reference exists")
     }
 }
 
