@@ -159,10 +159,14 @@ fn gradient(
 /// Every banded layout gives the dense layout's gradient, to rounding (the same weights summed
 /// in other groups), and the same forward (Burn's kernel): every mode, both alignments, every
 /// size pair (up, down, mixed, size one, identity), blocks from exact to wider than the axes.
+/// Every mode, both `align_corners`, blocks of 1 to 5 and 64, the shared sizes (non-integer up
+/// and down ratios, odd sizes, 1-pixel axes) and the shape that once crashed the 0.21 decorator's
+/// banded pass on CubeCL (`[4, 9] → [22, 17]`).
 fn check_banded_equals_dense(device: &Device, dtype: DType, tolerance: f64) {
+    let sizes = SIZES.into_iter().chain([([4, 9], [22, 17])]);
     for mode in FLEX_MODES {
         for align_corners in [false, true] {
-            for (seed, (from, to)) in SIZES.into_iter().enumerate() {
+            for (seed, (from, to)) in sizes.clone().enumerate() {
                 let options = InterpolateOptions::new(mode.clone())
                     .with_align_corners(align_corners)
                     .with_output_size(to);
@@ -179,7 +183,7 @@ fn check_banded_equals_dense(device: &Device, dtype: DType, tolerance: f64) {
                     device,
                 );
                 let (y_dense, dx_dense) = gradient(&x, &g, &options, AdjointLayout::Dense);
-                for block_size in [1, 2, 5, 64] {
+                for block_size in [1, 2, 3, 4, 5, 64] {
                     let (y, dx) = gradient(&x, &g, &options, banded(block_size));
                     assert_eq!(y, y_dense, "{options:?} {from:?}→{to:?}: forward");
                     let error = max_scaled_error(&dx, &dx_dense);

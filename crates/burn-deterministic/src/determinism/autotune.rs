@@ -26,12 +26,6 @@ pub(crate) fn compiled_in() -> bool {
     )
 }
 
-/// Without a CubeCL backend feature nothing autotunes.
-#[cfg(not(any(feature = "wgpu", feature = "cuda", feature = "rocm")))]
-pub(crate) fn compiled_in() -> bool {
-    false
-}
-
 /// Bits on an autotuned device can depend on CubeCL's autotune cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -10,7 +10,8 @@
 //! | `deform_conv2d_backward`, input gradient | CubeCL: float `fetch_add` per pixel; ndarray: `AtomicF32` under rayon | `deform_conv::input_grad`: column matmul, then one ordered `scatter_add` per bilinear corner | `B`'s backward still runs for the other gradients; a second column matmul and four scatters |
 //!
 //! Set `fixed_order_ops: false` in [`crate::DeterministicConfig`] to get `B`'s ops back.
-//! Kernels chosen by CubeCL's autotune are a separate matter: see [`autotune`].
+//! Kernels chosen by CubeCL's autotune are a separate matter: see [`check`] and
+//! [`use_autotune_cache_dir`].
 
 pub(crate) mod autotune;
 pub(crate) mod deform_conv;
