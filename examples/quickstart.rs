@@ -1,11 +1,14 @@
 //! Quickstart: a small convolutional model with a bilinear upsample trains through
-//! `Autodiff<DeterministicBackend<B>>`, twice from the same seed, and the two runs are compared
-//! bit for bit. On a plain Burn 0.21 backend the same model panics in its backward pass
-//! ("bilinear interpolation backward is not supported").
+//! `Autodiff<DeterministicBackend<B>>`, and `--check-determinism` trains it again in two new
+//! processes and compares the parameters bit for bit. On a plain Burn 0.21 backend the same
+//! model panics in its backward pass ("bilinear interpolation backward is not supported").
+//!
+//! Copy it into your project: it uses only `burn` and `burn-deterministic` (feature `train`).
 //!
 //! ```text
-//! cargo run --release --example quickstart                    # ndarray (CPU)
-//! cargo run --release --example quickstart --features wgpu    # ndarray, then wgpu (Vulkan)
+//! cargo run --example quickstart                                   # flex (CPU)
+//! cargo run --example quickstart -- --check-determinism            # the same, in 2 processes
+//! cargo run --example quickstart --features wgpu -- --wgpu         # wgpu
 //! ```
 
 use burn::module::Module;
@@ -15,10 +18,10 @@ use burn::optim::{AdamConfig, GradientsParams, Optimizer};
 use burn::tensor::backend::{AutodiffBackend, Backend};
 use burn::tensor::module::interpolate;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
-use burn::tensor::{activation, DType, ElementConversion, Tensor};
+use burn::tensor::{activation, Distribution, ElementConversion, Tensor};
+use burn_deterministic::train::{check_determinism, print_parameter_hash};
 use burn_deterministic::DeterministicBackend;
-use burn_deterministic_suite::harness::{tensor, uniform};
-use burn_deterministic_suite::metrics::parameter_hash;
+use std::process::ExitCode;
 
 /// Predicts a full-resolution map from a half-resolution feature map, upsampled bilinearly
 /// (align_corners = false, as segmentation heads do).
@@ -50,72 +53,59 @@ impl<B: Backend> UpsampleNet<B> {
 
 const SEED: u64 = 42;
 const STEPS: usize = 30;
-const SHAPE: [usize; 4] = [4, 3, 32, 32];
 
-/// Trains `STEPS` Adam steps from `SEED`; returns (first loss, last loss, parameter hash).
-fn train<B: AutodiffBackend>(device: &B::Device) -> (f32, f32, String) {
+/// `STEPS` Adam steps from `SEED`: the trained model and the first and last loss.
+fn train<B: AutodiffBackend>(device: &B::Device) -> (UpsampleNet<B>, f32, f32) {
     B::seed(device, SEED);
     let mut model = UpsampleNet::<B>::new(device);
     let mut optimizer = AdamConfig::new().init();
-    let images: Tensor<B, 4> = tensor(
-        &uniform(SEED, SHAPE.iter().product()),
-        SHAPE,
-        DType::F32,
-        device,
-    );
+    let images = Tensor::<B, 4>::random([4, 3, 32, 32], Distribution::Default, device);
     // Target: a smooth function of the image, so the model can learn it.
     let target = images.clone().mean_dim(1).tanh();
     let mut losses = Vec::new();
     for _ in 0..STEPS {
-        let prediction = model.forward(images.clone());
-        let error = prediction - target.clone();
-        // A mean over dims, not a full `sum()`: CubeCL computes a full sum with float atomics.
-        let loss = (error.clone() * error)
-            .mean_dim(3)
-            .mean_dim(2)
-            .mean_dim(1)
-            .mean_dim(0);
+        let error = model.forward(images.clone()) - target.clone();
+        // A full sum: the decorator computes it in a fixed order on every backend (CubeCL's own
+        // adds partial sums with float atomics).
+        let loss = (error.clone() * error).sum();
         losses.push(loss.clone().into_scalar().elem::<f32>());
         let grads = GradientsParams::from_grads(loss.backward(), &model);
-        model = optimizer.step(1e-2, model, grads);
+        model = optimizer.step(1e-3, model, grads);
     }
-    (losses[0], losses[STEPS - 1], parameter_hash(&model))
+    (model, losses[0], losses[STEPS - 1])
 }
 
-/// Trains twice and reports; returns whether both runs were bit-identical and learned.
-fn run_twice<B: AutodiffBackend>(label: &str, device: &B::Device) -> bool {
-    let (first, last, hash_a) = train::<B>(device);
-    let (_, _, hash_b) = train::<B>(device);
-    let identical = hash_a == hash_b;
-    println!("{label}: loss {first:.5} -> {last:.5} over {STEPS} steps");
-    println!("{label}: run 1 parameters sha256 {hash_a}");
-    println!("{label}: run 2 parameters sha256 {hash_b}");
-    println!("{label}: two runs gave identical bits: {identical}");
-    identical && last < first
+fn run<B: AutodiffBackend>(name: &str, device: &B::Device) -> ExitCode {
+    let (model, first, last) = train::<B>(device);
+    println!("{name}: loss {first:.4} -> {last:.4} over {STEPS} Adam steps");
+    print_parameter_hash(&model);
+    if last < first {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("the loss did not decrease");
+        ExitCode::FAILURE
+    }
 }
 
-fn main() {
-    let mut ok = true;
-    #[cfg(feature = "ndarray")]
-    {
-        type Train = burn::backend::Autodiff<DeterministicBackend<burn::backend::NdArray>>;
-        ok &= run_twice::<Train>("ndarray", &burn::backend::ndarray::NdArrayDevice::Cpu);
+fn main() -> ExitCode {
+    // With --check-determinism: this program again in two new processes, hashes compared.
+    if let Some(exit) = check_determinism("--check-determinism", 2) {
+        return exit;
     }
-    #[cfg(feature = "flex")]
-    {
-        type Train = burn::backend::Autodiff<DeterministicBackend<burn::backend::Flex>>;
-        ok &= run_twice::<Train>("flex", &burn::backend::flex::FlexDevice);
-    }
-    #[cfg(feature = "wgpu")]
-    {
-        type Train = burn::backend::Autodiff<DeterministicBackend<burn::backend::Wgpu>>;
-        match burn_deterministic_suite::wgpu_setup::vulkan_device() {
-            Some(device) => ok &= run_twice::<Train>("wgpu", &device),
-            None => println!("wgpu: skipped, no Vulkan adapter"),
+    if std::env::args().any(|arg| arg == "--wgpu") {
+        #[cfg(feature = "wgpu")]
+        return run::<burn::backend::Autodiff<DeterministicBackend<burn::backend::Wgpu>>>(
+            "wgpu",
+            &Default::default(),
+        );
+        #[cfg(not(feature = "wgpu"))]
+        {
+            eprintln!("--wgpu needs the `wgpu` feature");
+            return ExitCode::from(2);
         }
     }
-    if !ok {
-        eprintln!("FAILED: runs differed or the loss did not decrease");
-        std::process::exit(1);
-    }
+    run::<burn::backend::Autodiff<DeterministicBackend<burn::backend::Flex>>>(
+        "flex",
+        &Default::default(),
+    )
 }

@@ -75,7 +75,7 @@ pub fn cuda_devices(count: usize) -> Vec<burn::backend::cuda::CudaDevice> {
 }
 
 /// The training strategy for `devices`: burn-train's single-device loop for one device, and for
-/// several [`FixedOrderDataParallel`](crate::data_parallel::FixedOrderDataParallel): every
+/// several [`FixedOrderDataParallel`](burn_deterministic::train::FixedOrderDataParallel): every
 /// device takes its own batch each step, the gradients are summed on the first device in device
 /// order (burn-train's own `MultiDevice` sums them in the order the workers finish, which with
 /// three or more devices can change the last bits from run to run), the optimizer steps there.
@@ -86,7 +86,7 @@ pub fn training_strategy<LC: burn::train::LearningComponentsTypes + 'static>(
     match devices.len() {
         1 => TrainingStrategy::Default(ExecutionStrategy::SingleDevice(devices[0].clone())),
         _ => TrainingStrategy::Custom(std::sync::Arc::new(
-            crate::data_parallel::FixedOrderDataParallel::new(devices),
+            burn_deterministic::train::FixedOrderDataParallel::new(devices),
         )),
     }
 }

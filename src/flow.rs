@@ -3,53 +3,38 @@
 
 use crate::run_config::CommonArgs;
 use crate::run_log::{report, RunLog, Trained};
+use burn_deterministic::train::{
+    CheckError, CheckReport, DeterminismCheck, CHECK_RUN_ENV, HASH_LINE,
+};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 
-/// Runs this program twice as child processes with the same arguments (minus
-/// `--check-determinism`, plus `--output-dir DIR/run-N`), reads both `log.json`s and compares
-/// the parameter hashes. Returns whether they are equal. Each child gets a new empty CubeCL
-/// autotune cache (`DIR/run-N/autotune`), so in a build with autotune the two runs tune
-/// independently and cannot agree by reading one cache.
-pub fn check_determinism(output_dir: &Path) -> std::io::Result<bool> {
-    let exe = std::env::current_exe()?;
-    let mut args: Vec<String> = Vec::new();
+/// Runs this program twice in new processes with the library's fresh-process check
+/// (`burn_deterministic::train::DeterminismCheck`): the same arguments minus
+/// `--check-determinism`, plus `--output-dir DIR/run-N`, each with an empty autotune cache.
+/// Returns the comparison of the parameter hashes the runs print.
+pub fn check_determinism(output_dir: &Path) -> Result<CheckReport, CheckError> {
+    let mut args: Vec<OsString> = Vec::new();
     let mut skip_next = false;
-    for arg in std::env::args().skip(1) {
+    for arg in std::env::args_os().skip(1) {
         if skip_next {
             skip_next = false;
         } else if arg == "--check-determinism" {
         } else if arg == "--output-dir" {
             skip_next = true;
-        } else if !arg.starts_with("--output-dir=") {
+        } else if !arg.to_string_lossy().starts_with("--output-dir=") {
             args.push(arg);
         }
     }
-    let mut hashes = Vec::new();
-    for run in 1..=2 {
-        let dir = output_dir.join(format!("run-{run}"));
-        eprintln!(
-            "determinism check: run {run} of 2 in a new process ({})",
-            dir.display()
-        );
-        let autotune_cache = dir.join("autotune");
-        if autotune_cache.exists() {
-            std::fs::remove_dir_all(&autotune_cache)?;
-        }
-        let status = Command::new(&exe)
-            .args(&args)
-            .arg("--output-dir")
-            .arg(&dir)
-            .env(crate::processes::AUTOTUNE_CACHE_ENV, &autotune_cache)
-            .status()?;
-        if !status.success() {
-            return Err(std::io::Error::other(format!("run {run} failed: {status}")));
-        }
-        hashes.push(RunLog::read_json(&dir)?.parameter_sha256);
-    }
-    println!("run 1 parameters SHA-256: {}", hashes[0]);
-    println!("run 2 parameters SHA-256: {}", hashes[1]);
-    Ok(hashes[0] == hashes[1])
+    let exe = std::env::current_exe().map_err(|error| CheckError::Start { run: 1, error })?;
+    let output_dir = output_dir.to_path_buf();
+    DeterminismCheck::new(exe, args, 2)
+        .with_per_run_args(move |run| {
+            let dir = output_dir.join(format!("run-{run}"));
+            vec!["--output-dir".into(), dir.into_os_string()]
+        })
+        .run()
 }
 
 /// What every training example's `main` does after parsing its options:
@@ -67,21 +52,22 @@ pub fn run_example<C: burn::config::Config>(
         eprintln!("error: {message}");
         ExitCode::from(2)
     };
-    // Before any device exists: CubeCL reads its configuration once.
-    crate::processes::pin_autotune_cache_from_env();
+    // Before any device exists: CubeCL reads its configuration once. A run of
+    // `--check-determinism` gets an empty autotune cache.
+    burn_deterministic::train::enter_check_run();
     let output_dir = common
         .output_dir
         .clone()
         .unwrap_or_else(|| PathBuf::from("target/runs").join(example));
     if common.check_determinism {
         return match check_determinism(&output_dir) {
-            Ok(true) => {
-                println!("determinism check passed: identical parameters");
-                ExitCode::SUCCESS
-            }
-            Ok(false) => {
-                println!("determinism check FAILED: the parameter hashes differ");
-                ExitCode::from(1)
+            Ok(report) => {
+                println!("{report}");
+                if report.identical() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
             }
             Err(e) => fail(e.to_string()),
         };
@@ -106,6 +92,10 @@ pub fn run_example<C: burn::config::Config>(
         training_seconds: trained.training_seconds,
         parameter_sha256: trained.parameter_sha256,
     };
+    if std::env::var_os(CHECK_RUN_ENV).is_some() {
+        // A run of `--check-determinism`: the line the parent reads.
+        println!("{HASH_LINE}{}", log.parameter_sha256);
+    }
     match report(&log, &output_dir) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(format!("cannot write the results: {e}")),

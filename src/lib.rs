@@ -3,7 +3,7 @@
 //! for the training examples, their run settings (`run_config`), devices (`devices`), report
 //! (`run_log`, `plot`) and `main` flow (`flow`).
 
-pub mod data_parallel;
+pub mod controls;
 pub mod devices;
 pub mod flow;
 pub mod gather;

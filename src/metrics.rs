@@ -34,21 +34,5 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// SHA-256 over the bits of every float parameter of `module`, in visiting order: two models
-/// hash equal exactly when all their parameters are bit-identical.
-pub fn parameter_hash<B: burn::tensor::backend::Backend, M: burn::module::Module<B>>(
-    module: &M,
-) -> String {
-    struct Collect(Vec<u8>);
-    impl<B: burn::tensor::backend::Backend> burn::module::ModuleVisitor<B> for Collect {
-        fn visit_float<const D: usize>(
-            &mut self,
-            param: &burn::module::Param<burn::tensor::Tensor<B, D>>,
-        ) {
-            self.0.extend_from_slice(param.val().into_data().as_bytes());
-        }
-    }
-    let mut collect = Collect(Vec::new());
-    module.visit(&mut collect);
-    sha256_hex(&collect.0)
-}
+/// The library's parameter hash (`burn_deterministic::train`), for the tests.
+pub use burn_deterministic::train::parameter_hash;

@@ -389,3 +389,43 @@ fn bad_options_fail_with_a_clear_message() {
     }
     let _ = std::fs::remove_dir_all(out);
 }
+
+/// The quickstart, copyable into a user's project (only `burn` and `burn-deterministic`): it
+/// trains on flex, and its `--check-determinism` (the library's fresh-process check) trains
+/// twice more in new processes and finds the same parameter hash.
+#[test]
+fn quickstart_trains_and_passes_its_fresh_process_check() {
+    let quickstart = example("quickstart");
+    let output = Command::new(&quickstart).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let hash = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix(burn_deterministic::train::HASH_LINE))
+        .expect("the quickstart prints its parameter hash");
+
+    let output = Command::new(&quickstart)
+        .arg("--check-determinism")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("determinism check passed"), "{stdout}");
+    // The runs in new processes found the hash of the run in this test's own process too.
+    assert_eq!(stdout.matches(hash).count(), 4, "{stdout}"); // two hash lines, two report lines
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/quickstart.rs");
+    assert!(
+        !std::fs::read_to_string(source)
+            .unwrap()
+            .contains("burn_deterministic_suite"),
+        "the quickstart uses the unpublished suite crate: it cannot be copied into a project"
+    );
+}

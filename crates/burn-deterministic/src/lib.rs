@@ -41,7 +41,9 @@
 //! and `scatter_nd` are rewritten on the devices where `B`'s kernel adds in a varying order, and
 //! a build whose CubeCL kernels are picked by autotune is announced (see [`determinism`]).
 //!
-//! What is rewritten, and when, is set by [`DeterministicConfig`] (see [`config`]). Which
+//! What is rewritten, and when, is set by [`DeterministicConfig`] (see [`config`]). Feature
+//! `train` adds the module `train`: data-parallel training with a fixed gradient order, a parameter hash
+//! and a fresh-process determinism check for a user's own program. Which
 //! `interpolate` kernels a backend has is declared per device type ([`InterpolateKernels`] in
 //! its [`DeviceProfile`]), never probed: the library does not catch panics, and works in
 //! binaries built with `panic = "abort"`.
@@ -61,6 +63,9 @@ mod distributed;
 mod error;
 mod ops;
 pub mod resize;
+#[cfg(feature = "train")]
+#[cfg_attr(docsrs, doc(cfg(feature = "train")))]
+pub mod train;
 
 pub use backend::DeterministicBackend;
 pub use burn_deterministic_core::{Layout, Mode};

@@ -11,8 +11,8 @@
 //!
 //! Kept to the same shape as burn-train 0.21's `MultiDeviceLearningStrategy`
 //! (`OptimMainDevice`): same data split (`split_dataloader`), same learning-rate stepping (once
-//! per step), same events, checkpoints and early stopping; with two devices it produced the same
-//! parameter hash as burn-train's strategy (measured on flex; two terms commute).
+//! per step), same events, checkpoints and early stopping. With two devices the two orders give
+//! the same sum (two terms commute).
 
 use burn::data::dataloader::split::split_dataloader;
 use burn::data::dataloader::Progress;
@@ -28,7 +28,22 @@ use burn::train::{
 };
 
 /// Data-parallel training over `devices` (the first is the main device) with gradients summed in
-/// device order. See the module documentation.
+/// device order: burn-train's `MultiDevice` strategy, made reproducible for three devices or
+/// more. Pass it to `SupervisedTraining::with_training_strategy` as a custom strategy.
+///
+/// ```rust
+/// use burn::tensor::Device;
+/// use burn::train::{LearningComponentsTypes, TrainingBackend, TrainingStrategy};
+/// use burn_deterministic::train::FixedOrderDataParallel;
+/// use std::sync::Arc;
+///
+/// /// The strategy for `SupervisedTraining::with_training_strategy`.
+/// fn data_parallel<LC: LearningComponentsTypes + 'static>(
+///     devices: Vec<Device<TrainingBackend<LC>>>,
+/// ) -> TrainingStrategy<LC> {
+///     TrainingStrategy::Custom(Arc::new(FixedOrderDataParallel::new(devices)))
+/// }
+/// ```
 pub struct FixedOrderDataParallel<LC: LearningComponentsTypes> {
     devices: Vec<Device<TrainingBackend<LC>>>,
 }
@@ -92,7 +107,12 @@ impl<LC: LearningComponentsTypes> FixedOrderDataParallel<LC> {
                     .collect();
                 workers
                     .into_iter()
-                    .map(|worker| worker.join().expect("a training worker panicked"))
+                    .map(|worker| {
+                        // A worker's panic is the training step's own: passed on unchanged.
+                        worker
+                            .join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    })
                     .collect()
             });
 

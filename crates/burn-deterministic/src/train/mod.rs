@@ -1,0 +1,20 @@
+//! What a deterministic training needs beyond the decorator (feature `train`):
+//!
+//! - [`FixedOrderDataParallel`], a burn-train learning strategy for several devices that sums
+//!   the workers' gradients in device order (burn-train's own `MultiDevice` sums them in the
+//!   order the workers finish, which with three or more devices changes the last bits from run
+//!   to run);
+//! - [`parameter_hash`], a SHA-256 of a model's parameters, to compare runs bit for bit;
+//! - [`check_determinism`], the fresh-process check: the program's own training, run again in
+//!   new processes, each with an empty autotune cache, compared by parameter hash.
+
+mod check;
+mod data_parallel;
+mod hash;
+
+pub use check::{
+    check_determinism, enter_check_run, print_parameter_hash, CheckError, CheckReport,
+    DeterminismCheck, CHECK_AUTOTUNE_DIR_ENV, CHECK_RUN_ENV, HASH_LINE,
+};
+pub use data_parallel::FixedOrderDataParallel;
+pub use hash::parameter_hash;
