@@ -24,7 +24,7 @@ use burn::optim::AdamConfig;
 use burn::tensor::backend::AutodiffBackend;
 use burn::train::logger::FileMetricLogger;
 use burn::train::{Learner, SupervisedTraining};
-use burn_deterministic::train::parameter_hash;
+use burn_deterministic::train::{parameter_hash, PlainProgress};
 use burn_deterministic::DeterministicBackend;
 use burn_deterministic_suite::devices::{cpu_devices, training_strategy, BackendChoice};
 use burn_deterministic_suite::flow::run_example;
@@ -35,6 +35,7 @@ use burn_deterministic_vision::folder::SegmentationFolder;
 use burn_deterministic_vision::models::SegmentationConfig;
 use burn_deterministic_vision::train::{EpochLoss, SegmentationMetric, SegmentationStatistic};
 use clap::Parser;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -121,6 +122,12 @@ pub fn train<B: AutodiffBackend>(
         .with_training_strategy(training_strategy(devices))
         .num_epochs(run.epochs)
         .summary();
+    // burn-train's dashboard in a terminal; elsewhere (a log, a file) a few lines per epoch.
+    let training = if std::io::stdout().is_terminal() {
+        training
+    } else {
+        training.renderer(PlainProgress::new())
+    };
     let learner = Learner::new(model, config.optimizer.init(), run.learning_rate);
 
     let start = Instant::now();

@@ -145,7 +145,21 @@ fn segmentation_learns_and_is_deterministic_across_processes() {
     ];
     let output = run("segmentation", &args, &out);
     assert_success(&output);
-    assert!(String::from_utf8_lossy(&output.stdout).contains("determinism check passed"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("determinism check passed"));
+    // Without a terminal the progress is a few plain lines per epoch (the library's
+    // PlainProgress), not burn-train's Debug dump of every iteration.
+    assert!(!stdout.contains("TrainingProgress {"), "{stdout}");
+    assert_eq!(stdout.matches("epoch 5/5 (").count(), 2, "{stdout}"); // one per run
+    assert!(
+        stdout.contains("epoch 1/5: 50% of the training items"),
+        "{stdout}"
+    );
+    let progress_lines = stdout.lines().filter(|l| l.starts_with("epoch ")).count();
+    assert!(
+        progress_lines <= 2 * 5 * 4,
+        "{progress_lines} progress lines:\n{stdout}"
+    );
     let (a, b) = (
         read_run(&out.join("run-1"), 5),
         read_run(&out.join("run-2"), 5),

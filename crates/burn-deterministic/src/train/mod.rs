@@ -6,11 +6,14 @@
 //!   to run);
 //! - [`parameter_hash`], a SHA-256 of a model's parameters, to compare runs bit for bit;
 //! - [`check_determinism`], the fresh-process check: the program's own training, run again in
-//!   new processes, each with an empty autotune cache, compared by parameter hash.
+//!   new processes, each with an empty autotune cache, compared by parameter hash;
+//! - [`PlainProgress`], a burn-train renderer that prints a few readable lines per epoch where
+//!   burn-train's own prints a `Debug` dump per iteration (no terminal: CI logs, files).
 
 mod check;
 mod data_parallel;
 mod hash;
+mod progress;
 
 pub use check::{
     check_determinism, enter_check_run, print_parameter_hash, CheckError, CheckReport,
@@ -18,3 +21,4 @@ pub use check::{
 };
 pub use data_parallel::FixedOrderDataParallel;
 pub use hash::parameter_hash;
+pub use progress::PlainProgress;
