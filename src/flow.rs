@@ -63,11 +63,7 @@ pub fn run_example<C: burn::config::Config>(
         return match check_determinism(&output_dir) {
             Ok(report) => {
                 println!("{report}");
-                if report.identical() {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(1)
-                }
+                report.exit_code()
             }
             Err(e) => fail(e.to_string()),
         };

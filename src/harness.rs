@@ -149,3 +149,16 @@ pub fn fit_bilinear_upsample<B: AutodiffBackend>(device: &B::Device) -> Fit {
 pub fn configured<R>(config: burn_deterministic::DeterministicConfig, f: impl FnOnce() -> R) -> R {
     burn_deterministic::with_config(config, f).unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// Every mode taken over, matmul forward on every device, and `layout` with blocks of
+/// `block_size`: the configuration the layout tests compare.
+pub fn rewrite_all_with(
+    layout: burn_deterministic::WeightLayout,
+    block_size: usize,
+) -> burn_deterministic::DeterministicConfig {
+    burn_deterministic::DeterministicConfig::default()
+        .with_policy(burn_deterministic::RewritePolicy::Always)
+        .with_modes(burn_deterministic::ModeSet::all())
+        .with_layout(layout)
+        .with_block_size(block_size)
+}

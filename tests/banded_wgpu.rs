@@ -9,22 +9,12 @@ use burn::backend::wgpu::Wgpu;
 use burn::backend::Autodiff;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::DType;
-use burn_deterministic::{
-    DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout,
-};
-use burn_deterministic_suite::harness::{configured, uniform, Resize};
+use burn_deterministic::{DeterministicBackend, WeightLayout};
+use burn_deterministic_suite::harness::{configured, rewrite_all_with, uniform, Resize};
 use burn_deterministic_suite::metrics::max_scaled_error;
 use burn_deterministic_suite::wgpu_setup::test_device;
 
 type Train = Autodiff<DeterministicBackend<Wgpu>>;
-
-fn config(layout: WeightLayout, block_size: usize) -> DeterministicConfig {
-    DeterministicConfig::default()
-        .with_policy(RewritePolicy::Always)
-        .with_modes(ModeSet::all())
-        .with_layout(layout)
-        .with_block_size(block_size)
-}
 
 #[test]
 fn wgpu_banded_layouts_match_dense_for_every_mode_block_and_ratio() {
@@ -58,13 +48,15 @@ fn wgpu_banded_layouts_match_dense_for_every_mode_block_and_ratio() {
                         .with_align_corners(align_corners),
                     dtype: DType::F32,
                 };
-                let (y_dense, dx_dense) = configured(config(WeightLayout::Dense, 64), || {
-                    problem.forward_backward::<Train>(&g, &device)
-                });
-                for block_size in [1, 3, 4, 64] {
-                    let (y, dx) = configured(config(WeightLayout::Banded, block_size), || {
+                let (y_dense, dx_dense) =
+                    configured(rewrite_all_with(WeightLayout::Dense, 64), || {
                         problem.forward_backward::<Train>(&g, &device)
                     });
+                for block_size in [1, 3, 4, 64] {
+                    let (y, dx) =
+                        configured(rewrite_all_with(WeightLayout::Banded, block_size), || {
+                            problem.forward_backward::<Train>(&g, &device)
+                        });
                     let errors = [
                         max_scaled_error(&y, &y_dense),
                         max_scaled_error(&dx, &dx_dense),

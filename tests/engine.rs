@@ -8,10 +8,8 @@ use burn::backend::Autodiff;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::DType;
 use burn_deterministic::resize::{cache_stats, reset_cache};
-use burn_deterministic::{
-    DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout,
-};
-use burn_deterministic_suite::harness::{configured, to_f64, uniform, Resize};
+use burn_deterministic::{DeterministicBackend, WeightLayout};
+use burn_deterministic_suite::harness::{configured, rewrite_all_with, to_f64, uniform, Resize};
 use burn_deterministic_suite::metrics::max_scaled_error;
 use std::sync::Mutex;
 
@@ -25,14 +23,6 @@ static CACHE_LOCK: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn config(layout: WeightLayout, block_size: usize) -> DeterministicConfig {
-    DeterministicConfig::default()
-        .with_policy(RewritePolicy::Always)
-        .with_modes(ModeSet::all())
-        .with_layout(layout)
-        .with_block_size(block_size)
 }
 
 fn options(mode: InterpolateMode, align_corners: bool) -> InterpolateOptions {
@@ -80,12 +70,12 @@ fn banded_dense_and_native_agree_up_to_1024_to_4096() {
         };
         let g = uniform(800 + i as u64, problem.output_shape().iter().product());
         let native = to_f64(problem.forward::<NdArray>(&CPU));
-        let (y_dense, dx_dense) = configured(config(WeightLayout::Dense, 64), || {
+        let (y_dense, dx_dense) = configured(rewrite_all_with(WeightLayout::Dense, 64), || {
             problem.forward_backward::<Train>(&g, &CPU)
         });
         for block_size in [64, 7] {
             let (y_banded, dx_banded) =
-                configured(config(WeightLayout::Banded, block_size), || {
+                configured(rewrite_all_with(WeightLayout::Banded, block_size), || {
                     problem.forward_backward::<Train>(&g, &CPU)
                 });
             let errors = [
@@ -121,7 +111,7 @@ fn banded_backward_matches_flex_native_backward_at_scale() {
         };
         let g = uniform(901, 4096 * 9);
         let (y_native, dx_native) = problem.forward_backward::<Autodiff<Flex>>(&g, &FlexDevice);
-        let (y, dx) = configured(config(WeightLayout::Banded, 64), || {
+        let (y, dx) = configured(rewrite_all_with(WeightLayout::Banded, 64), || {
             problem.forward_backward::<Autodiff<DeterministicBackend<Flex>>>(&g, &FlexDevice)
         });
         assert!(max_scaled_error(&y, &y_native) <= 1e-6);
@@ -141,12 +131,12 @@ fn banded_weight_memory_is_measured_and_grows_with_taps() {
         dtype: DType::F32,
     };
     reset_cache();
-    configured(config(WeightLayout::Banded, 64), || {
+    configured(rewrite_all_with(WeightLayout::Banded, 64), || {
         problem.forward::<Det>(&CPU)
     });
     let banded = cache_stats();
     reset_cache();
-    configured(config(WeightLayout::Dense, 64), || {
+    configured(rewrite_all_with(WeightLayout::Dense, 64), || {
         problem.forward::<Det>(&CPU)
     });
     let dense = cache_stats();
@@ -183,7 +173,7 @@ fn banded_forward_is_differentiable_outside_autodiff() {
         dtype: DType::F32,
     };
     let g = uniform(32, 2 * 97 * 61);
-    configured(config(WeightLayout::Banded, 8), || {
+    configured(rewrite_all_with(WeightLayout::Banded, 8), || {
         let (y_out, dx_out) =
             problem.forward_backward::<DeterministicBackend<Autodiff<NdArray>>>(&g, &CPU);
         let (y_in, dx_in) = problem.forward_backward::<Train>(&g, &CPU);
@@ -204,7 +194,7 @@ fn weight_limit_switches_to_banded_instead_of_running_out_of_memory() {
         dtype: DType::F32,
     };
     // Dense would need 64 MiB; allow 2 MiB and let `auto` choose.
-    let limited = (config(WeightLayout::Auto, 64))
+    let limited = (rewrite_all_with(WeightLayout::Auto, 64))
         .with_max_weight_bytes(2 << 20)
         .with_banded_min_gain(1e9);
     let y = configured(limited, || to_f64(problem.forward::<Det>(&CPU)));
@@ -216,7 +206,7 @@ fn weight_limit_switches_to_banded_instead_of_running_out_of_memory() {
 fn cache_serves_8_threads_with_mixed_geometries_within_its_bounds() {
     let _serial = serial();
     reset_cache();
-    let bounded = (config(WeightLayout::Auto, 16))
+    let bounded = (rewrite_all_with(WeightLayout::Auto, 16))
         .with_cache_max_entries(6)
         .with_cache_max_bytes(64 << 10);
     let threads: Vec<_> = (0..8)
@@ -275,7 +265,7 @@ fn cache_serves_8_threads_with_mixed_geometries_within_its_bounds() {
 fn multi_scale_training_keeps_the_cache_bounded() {
     let _serial = serial();
     reset_cache();
-    let bounded = (config(WeightLayout::Auto, 32))
+    let bounded = (rewrite_all_with(WeightLayout::Auto, 32))
         .with_cache_max_entries(16)
         .with_cache_max_bytes(1 << 20);
     let mut seed = 12345u64;
@@ -337,13 +327,13 @@ fn nan_spread_per_path() {
             dtype: DType::F32,
         };
         let native = to_f64(problem.forward::<NdArray>(&CPU));
-        let dense = configured(config(WeightLayout::Dense, 64), || {
+        let dense = configured(rewrite_all_with(WeightLayout::Dense, 64), || {
             to_f64(problem.forward::<Det>(&CPU))
         });
-        let banded = configured(config(WeightLayout::Banded, 8), || {
+        let banded = configured(rewrite_all_with(WeightLayout::Banded, 8), || {
             to_f64(problem.forward::<Det>(&CPU))
         });
-        let local = configured(config(WeightLayout::Banded, 1), || {
+        let local = configured(rewrite_all_with(WeightLayout::Banded, 1), || {
             to_f64(problem.forward::<Det>(&CPU))
         });
         assert_eq!(
@@ -391,7 +381,7 @@ fn infinite_gradient_spread_per_path() {
             dtype: DType::F32,
         };
         let dx = |layout, block, g: &[f64]| {
-            configured(config(layout, block), || {
+            configured(rewrite_all_with(layout, block), || {
                 problem.forward_backward::<Train>(g, &CPU).1
             })
         };
@@ -437,7 +427,7 @@ fn scale_factors_resolve_as_burn_does_and_match_native() {
         let ours: Tensor<Det, 4> =
             burn_deterministic_suite::harness::tensor(&x, [2, 3, 10, 14], DType::F32, &CPU);
         let native = layer.clone().init().forward(native);
-        let ours = configured(config(WeightLayout::Auto, 64), || {
+        let ours = configured(rewrite_all_with(WeightLayout::Auto, 64), || {
             layer.init().forward(ours)
         });
         assert_eq!(ours.dims(), native.dims(), "{scale:?}");
@@ -474,7 +464,7 @@ mod properties {
             let x = uniform(seed, shape.iter().product());
             let problem = Resize { x: &x, shape, output_size: [oh, ow], options: options(mode(m), align_corners), dtype: DType::F32 };
             let layout = if banded { WeightLayout::Banded } else { WeightLayout::Dense };
-            let ours = configured(config(layout, block_size), || to_f64(problem.forward::<Det>(&CPU)));
+            let ours = configured(rewrite_all_with(layout, block_size), || to_f64(problem.forward::<Det>(&CPU)));
             let native = to_f64(problem.forward::<NdArray>(&CPU));
             prop_assert!(max_scaled_error(&ours, &native) <= 1e-6);
         }
@@ -491,7 +481,7 @@ mod properties {
             let problem = Resize { x: &x, shape, output_size: [oh, ow], options: options(mode(m), align_corners), dtype: DType::F64 };
             let g = uniform(seed ^ 0xABCD, problem.output_shape().iter().product());
             let layout = if banded { WeightLayout::Banded } else { WeightLayout::Dense };
-            let (y, dx) = configured(config(layout, block_size), || problem.forward_backward::<Train>(&g, &CPU));
+            let (y, dx) = configured(rewrite_all_with(layout, block_size), || problem.forward_backward::<Train>(&g, &CPU));
             let lhs: f64 = y.iter().zip(&g).map(|(a, b)| a * b).sum();
             let rhs: f64 = x.iter().zip(&dx).map(|(a, b)| a * b).sum();
             prop_assert!((lhs - rhs).abs() <= 1e-10 * (1.0 + lhs.abs()), "{lhs} vs {rhs}");

@@ -78,11 +78,7 @@ pub fn check_determinism(flag: &str, runs: usize) -> Option<ExitCode> {
     Some(match check.run() {
         Ok(report) => {
             println!("{report}");
-            if report.identical() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            }
+            report.exit_code()
         }
         Err(error) => {
             eprintln!("burn-deterministic check: {error}");
@@ -214,6 +210,15 @@ impl CheckReport {
     /// Whether every run printed the same hash.
     pub fn identical(&self) -> bool {
         self.hashes.windows(2).all(|pair| pair[0] == pair[1])
+    }
+
+    /// The process exit code for this outcome: success when identical, 1 otherwise.
+    pub fn exit_code(&self) -> ExitCode {
+        if self.identical() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }
     }
 }
 
