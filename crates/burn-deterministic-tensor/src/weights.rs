@@ -50,11 +50,7 @@ pub(crate) fn read_axis(
 /// - CubeCL (wgpu, cuda, rocm) and the others: every mode, in the dtypes they run.
 ///
 /// The backend is told by the device's dispatch variant, as Burn 0.22.1 prints it.
-pub(crate) fn lacking_kernel(
-    device: &Device,
-    mode: &InterpolateMode,
-    dtype: DType,
-) -> Option<&'static str> {
+fn lacking_kernel(device: &Device, mode: &InterpolateMode, dtype: DType) -> Option<&'static str> {
     let backend = format!("{:?}", device.as_dispatch());
     let backend = backend
         .strip_prefix("Autodiff { device: ")

@@ -325,9 +325,9 @@ fn built_in(id: TypeId) -> Option<DeviceProfile> {
     }
     // Candle (CPU, CUDA or Metal behind one device type: an accelerator, every hazard assumed).
     // burn-candle 0.21 `ops/module.rs`: a nearest forward only; every backward panics.
+    // (burn-candle is deprecated in Burn 0.21, and still a backend users run.)
     #[cfg(feature = "candle")]
     #[allow(deprecated)]
-    // burn-candle is deprecated in Burn 0.21, and still a backend users run
     if id == TypeId::of::<burn::backend::candle::CandleDevice>() {
         return Some(DeviceProfile {
             interpolate_kernels: InterpolateKernels::NONE.with_forward(InterpolateMode::Nearest),
