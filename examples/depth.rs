@@ -21,7 +21,9 @@ use burn::config::Config;
 use burn::data::dataset::Dataset;
 use burn::module::Module;
 use burn::optim::AdamConfig;
+use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::AutodiffBackend;
+use burn::train::checkpoint::KeepLastNCheckpoints;
 use burn::train::logger::FileMetricLogger;
 use burn::train::{Learner, SupervisedTraining};
 use burn_deterministic::train::{parameter_hash, PlainProgress};
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
                 &data,
                 cpu_devices(devices),
                 output_dir,
+                args.common.resume,
             ),
             #[cfg(feature = "ndarray")]
             BackendChoice::Ndarray => {
@@ -69,6 +72,7 @@ fn main() -> ExitCode {
                     &data,
                     cpu_devices(devices),
                     output_dir,
+                    args.common.resume,
                 )
             }
             #[cfg(feature = "wgpu")]
@@ -77,6 +81,7 @@ fn main() -> ExitCode {
                 &data,
                 burn_deterministic_suite::devices::wgpu_devices(devices)?,
                 output_dir,
+                args.common.resume,
             ),
             #[cfg(feature = "cuda")]
             BackendChoice::Cuda => train::<Autodiff<DeterministicBackend<burn::backend::Cuda>>>(
@@ -84,6 +89,7 @@ fn main() -> ExitCode {
                 &data,
                 burn_deterministic_suite::devices::cuda_devices(devices),
                 output_dir,
+                args.common.resume,
             ),
             #[allow(unreachable_patterns)]
             other => return Err(other.missing_feature()),
@@ -98,6 +104,7 @@ pub fn train<B: AutodiffBackend>(
     data: &DepthData,
     devices: Vec<B::Device>,
     output_dir: &Path,
+    resume_after: Option<usize>,
 ) -> Trained {
     let run = &config.run;
     let device = devices[0].clone();
@@ -105,8 +112,12 @@ pub fn train<B: AutodiffBackend>(
     // Parameters are drawn from the backend's generator: seed it before building the model.
     B::seed(&device, run.seed);
     let model = DepthNet::<B>::new(&device);
-    let (loader_train, loader_valid) =
-        run.loaders::<B, _, _, _>(data.train.clone(), data.valid.clone(), &device);
+    let (loader_train, loader_valid) = run.loaders::<B, _, _, _>(
+        data.train.clone(),
+        data.valid.clone(),
+        &device,
+        resume_after,
+    );
 
     let curves = CurveLogger::default();
     let training = SupervisedTraining::new(output_dir, loader_train, loader_valid)
@@ -122,7 +133,15 @@ pub fn train<B: AutodiffBackend>(
         .metric_valid_numeric(DepthMetric::new(DepthStatistic::Rmse))
         .with_training_strategy(training_strategy(devices))
         .num_epochs(run.epochs)
+        // Checkpoints in full precision: `CompactRecorder`, the usual choice, stores half floats,
+        // and a resumed run would not continue from the same bits.
+        .with_file_checkpointer(NamedMpkFileRecorder::<FullPrecisionSettings>::new())
+        .with_checkpointing_strategy(KeepLastNCheckpoints::new(2))
         .summary();
+    let training = match resume_after {
+        Some(epoch) => training.checkpoint(epoch),
+        None => training,
+    };
     // burn-train's dashboard in a terminal; elsewhere (a log, a file) a few lines per epoch.
     let training = if std::io::stdout().is_terminal() {
         training

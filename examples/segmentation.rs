@@ -21,7 +21,9 @@ use burn::backend::Autodiff;
 use burn::config::Config;
 use burn::module::Module;
 use burn::optim::AdamConfig;
+use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::AutodiffBackend;
+use burn::train::checkpoint::KeepLastNCheckpoints;
 use burn::train::logger::FileMetricLogger;
 use burn::train::{Learner, SupervisedTraining};
 use burn_deterministic::train::{parameter_hash, PlainProgress};
@@ -60,6 +62,7 @@ fn main() -> ExitCode {
                 &data,
                 cpu_devices(devices),
                 output_dir,
+                args.common.resume,
             ),
             #[cfg(feature = "ndarray")]
             BackendChoice::Ndarray => {
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
                     &data,
                     cpu_devices(devices),
                     output_dir,
+                    args.common.resume,
                 )
             }
             #[cfg(feature = "wgpu")]
@@ -76,6 +80,7 @@ fn main() -> ExitCode {
                 &data,
                 burn_deterministic_suite::devices::wgpu_devices(devices)?,
                 output_dir,
+                args.common.resume,
             ),
             #[cfg(feature = "cuda")]
             BackendChoice::Cuda => train::<Autodiff<DeterministicBackend<burn::backend::Cuda>>>(
@@ -83,6 +88,7 @@ fn main() -> ExitCode {
                 &data,
                 burn_deterministic_suite::devices::cuda_devices(devices),
                 output_dir,
+                args.common.resume,
             ),
             #[allow(unreachable_patterns)]
             other => return Err(other.missing_feature()),
@@ -97,6 +103,7 @@ pub fn train<B: AutodiffBackend>(
     data: &SegmentationData,
     devices: Vec<B::Device>,
     output_dir: &Path,
+    resume_after: Option<usize>,
 ) -> Trained {
     let run = &config.run;
     let device = devices[0].clone();
@@ -104,8 +111,12 @@ pub fn train<B: AutodiffBackend>(
     // Parameters are drawn from the backend's generator: seed it before building the model.
     B::seed(&device, run.seed);
     let model = config.model.init::<B>(&device);
-    let (loader_train, loader_valid) =
-        run.loaders::<B, _, _, _>(data.train.clone(), data.valid.clone(), &device);
+    let (loader_train, loader_valid) = run.loaders::<B, _, _, _>(
+        data.train.clone(),
+        data.valid.clone(),
+        &device,
+        resume_after,
+    );
 
     let classes = config.model.classes;
     let metric = |statistic| SegmentationMetric::new(statistic, classes);
@@ -121,7 +132,15 @@ pub fn train<B: AutodiffBackend>(
         .metric_valid_numeric(metric(SegmentationStatistic::PixelAccuracy))
         .with_training_strategy(training_strategy(devices))
         .num_epochs(run.epochs)
+        // Checkpoints in full precision: `CompactRecorder`, the usual choice, stores half floats,
+        // and a resumed run would not continue from the same bits.
+        .with_file_checkpointer(NamedMpkFileRecorder::<FullPrecisionSettings>::new())
+        .with_checkpointing_strategy(KeepLastNCheckpoints::new(2))
         .summary();
+    let training = match resume_after {
+        Some(epoch) => training.checkpoint(epoch),
+        None => training,
+    };
     // burn-train's dashboard in a terminal; elsewhere (a log, a file) a few lines per epoch.
     let training = if std::io::stdout().is_terminal() {
         training
@@ -200,6 +219,9 @@ struct Args {
     /// Number of classes, background included (synthetic data: shape kinds and colours).
     #[arg(long)]
     classes: Option<usize>,
+    /// Dropout probability before the main head (its masks come from the backend's generator).
+    #[arg(long)]
+    dropout: Option<f64>,
 }
 
 impl Args {
@@ -215,6 +237,13 @@ impl Args {
         };
         config.run.apply(&self.common)?;
         config.model.classes = self.classes.unwrap_or(config.model.classes);
+        config.model.dropout = self.dropout.unwrap_or(config.model.dropout);
+        if !(0.0..1.0).contains(&config.model.dropout) {
+            return Err(format!(
+                "--dropout must be in [0, 1), got {}",
+                config.model.dropout
+            ));
+        }
         if config.model.classes < 2 {
             return Err("--classes must be at least 2".into());
         }

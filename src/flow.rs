@@ -71,6 +71,16 @@ pub fn run_example<C: burn::config::Config>(
     if let Err(e) = std::fs::create_dir_all(&output_dir) {
         return fail(format!("cannot create {}: {e}", output_dir.display()));
     }
+    if let Some(epoch) = common.resume {
+        let checkpoint = output_dir.join(format!("checkpoint/model-{epoch}.mpk"));
+        if !checkpoint.is_file() {
+            return fail(format!(
+                "--resume {epoch}: no checkpoint {} (a run keeps its last two epochs' \
+                 checkpoints; give the run's --output-dir)",
+                checkpoint.display()
+            ));
+        }
+    }
     if let Err(e) = config.save(output_dir.join("config.json")) {
         return fail(format!("cannot write config.json: {e}"));
     }

@@ -5,6 +5,7 @@ use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataloader::{DataLoader, DataLoaderBuilder};
 use burn::data::dataset::{Dataset, InMemDataset};
 use burn::tensor::backend::AutodiffBackend;
+use burn_deterministic::train::ResumableLoader;
 use burn_deterministic_vision::train::{HorizontalFlip, RandomFlip, SampleBatcher};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -56,6 +57,22 @@ impl RunConfig {
         if self.batch_size == 0 || self.epochs == 0 {
             return Err("--batch-size and --epochs must be positive".into());
         }
+        if let Some(completed) = args.resume {
+            if completed == 0 || completed >= self.epochs {
+                return Err(format!(
+                    "--resume {completed}: the epoch to resume after must be between 1 and \
+                     --epochs - 1 ({})",
+                    self.epochs - 1
+                ));
+            }
+            if args.check_determinism {
+                return Err(
+                    "--resume cannot be combined with --check-determinism (its runs \
+                            start from scratch in folders of their own)"
+                        .into(),
+                );
+            }
+        }
         Ok(())
     }
 
@@ -65,7 +82,10 @@ impl RunConfig {
     }
 
     /// The learner's loaders: training shuffled by the seed with the seeded flip augmentation,
-    /// validation in order.
+    /// validation in order. A run resumed after `resume_after` epochs gets the data order of the
+    /// uninterrupted run, and every epoch seeds the backend's generator from the seed and the
+    /// epoch number (dropout draws the same masks after a resume): the library's
+    /// `ResumableLoader`.
     ///
     /// One loader thread (no `num_workers`): burn's multi-worker loader yields batches in the
     /// order the workers finish them, which changes the data order from run to run.
@@ -75,6 +95,7 @@ impl RunConfig {
         train: Samples<I>,
         valid: Samples<I>,
         device: &B::Device,
+        resume_after: Option<usize>,
     ) -> (
         Arc<dyn DataLoader<B, TrainBatch>>,
         Arc<dyn DataLoader<B::InnerBackend, ValidBatch>>,
@@ -94,6 +115,10 @@ impl RunConfig {
                 inner: train,
                 seed: self.seed,
             });
+        let loader_train = ResumableLoader::new(loader_train)
+            .resume_after(resume_after.unwrap_or(0))
+            .seed_backend_each_epoch(device, self.seed)
+            .into_loader();
         let loader_valid = DataLoaderBuilder::<B::InnerBackend, _, _>::new(SampleBatcher)
             .batch_size(self.batch_size)
             .set_device(device.clone())
@@ -150,6 +175,11 @@ pub struct CommonArgs {
     /// the two runs are identical.
     #[arg(long)]
     pub check_determinism: bool,
+    /// Resume a run of the same OUTPUT_DIR after this epoch, from burn-train's checkpoint
+    /// (model, optimizer and scheduler; the last two epochs' are kept), with the data order and
+    /// random numbers of the uninterrupted run: the parameters come out bit-identical.
+    #[arg(long, value_name = "EPOCH")]
+    pub resume: Option<usize>,
     /// Train data-parallel on this many devices of the backend: every device takes its own
     /// batch each step, gradients are summed on the first in device order (the same bits every
     /// run). CUDA takes GPUs 0..N; CPU backends run one worker thread per "device" on the one

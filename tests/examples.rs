@@ -272,13 +272,11 @@ fn segmentation_on_wgpu_is_deterministic_across_processes() {
     std::fs::remove_dir_all(out).unwrap();
 }
 
-/// A small segmentation run for the data-parallel tests.
-#[cfg(feature = "flex")]
-const SMALL_SEGMENTATION: [&str; 10] = [
+/// A small segmentation run (epochs left out) for the data-parallel and resume tests.
+#[cfg(any(feature = "flex", feature = "wgpu"))]
+const SMALL_SEGMENTATION: [&str; 8] = [
     "--classes",
     "5",
-    "--epochs",
-    "2",
     "--train-size",
     "32",
     "--valid-size",
@@ -299,6 +297,7 @@ fn segmentation_on_three_flex_devices_is_deterministic() {
     let out = output_dir("seg-3dev-flex");
     let mut args = vec!["--backend", "flex", "--devices", "3", "--check-determinism"];
     args.extend(SMALL_SEGMENTATION);
+    args.extend(["--epochs", "2"]);
     let output = run("segmentation", &args, &out);
     assert_success(&output);
     assert!(String::from_utf8_lossy(&output.stdout).contains("determinism check passed"));
@@ -310,13 +309,69 @@ fn segmentation_on_three_flex_devices_is_deterministic() {
     assert_eq!(a.parameter_sha256, b.parameter_sha256);
 
     let single = out.join("single");
-    let mut args = vec!["--backend", "flex"];
+    let mut args = vec!["--backend", "flex", "--epochs", "2"];
     args.extend(SMALL_SEGMENTATION);
     assert_success(&run("segmentation", &args, &single));
     let one = read_run(&single, 2);
     assert_eq!(one.devices, 1);
     assert_ne!(one.parameter_sha256, a.parameter_sha256);
     std::fs::remove_dir_all(out).unwrap();
+}
+
+/// Trains `backend` 2 epochs, stops, resumes from burn-train's checkpoint to 4 (a new process
+/// each), and trains 4 epochs uninterrupted in a third: the parameters agree bit for bit. With
+/// dropout, so the backend's generator is part of what must be resumed, besides the model, the
+/// optimizer state and the shuffled data order. (The library's own test shows the plain loader
+/// of a resumed process replaying epoch 1's order: what this would catch.)
+#[cfg(any(feature = "flex", feature = "wgpu"))]
+fn resume_equals_uninterrupted(backend: &str) {
+    let out = output_dir(&format!("resume-{backend}"));
+    let mut args = vec!["--backend", backend, "--dropout", "0.2"];
+    args.extend(SMALL_SEGMENTATION);
+    let with = |extra: &[&'static str]| {
+        let mut all = args.clone();
+        all.extend(extra);
+        all
+    };
+    let (stopped, uninterrupted) = (out.join("stopped"), out.join("uninterrupted"));
+    assert_success(&run("segmentation", &with(&["--epochs", "2"]), &stopped));
+    let first = read_run(&stopped, 2);
+    let resume = with(&["--epochs", "4", "--resume", "2"]);
+    let output = run("segmentation", &resume, &stopped);
+    assert_success(&output);
+    let resumed = read_run(&stopped, 2);
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("epoch 3/4 ("),
+        "the resumed run starts at epoch 3"
+    );
+    assert_success(&run(
+        "segmentation",
+        &with(&["--epochs", "4"]),
+        &uninterrupted,
+    ));
+    let whole = read_run(&uninterrupted, 4);
+    assert_eq!(resumed.parameter_sha256, whole.parameter_sha256);
+    assert_ne!(first.parameter_sha256, whole.parameter_sha256);
+    // The resumed epochs' curves are the uninterrupted run's epochs 3 and 4.
+    assert_eq!(resumed.epochs, whole.epochs[whole.epochs.len() - 4..]);
+    // Resuming where no checkpoint is: a clear error.
+    let output = run("segmentation", &resume, &out.join("empty"));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("no checkpoint"));
+    std::fs::remove_dir_all(out).unwrap();
+}
+
+#[cfg(feature = "flex")]
+#[test]
+fn segmentation_resumed_on_flex_equals_the_uninterrupted_run() {
+    resume_equals_uninterrupted("flex");
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn segmentation_resumed_on_wgpu_equals_the_uninterrupted_run() {
+    burn_deterministic_suite::wgpu_setup::test_device();
+    resume_equals_uninterrupted("wgpu");
 }
 
 #[cfg(feature = "flex")]
@@ -384,6 +439,18 @@ fn bad_options_fail_with_a_clear_message() {
     let output = run("segmentation", &["--devices", "0"], &out);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--devices"));
+    for resume in [
+        &["--epochs", "3", "--resume", "3"][..],
+        &["--epochs", "3", "--resume", "0"],
+        &["--epochs", "3", "--resume", "1", "--check-determinism"],
+    ] {
+        let output = run("segmentation", resume, &out);
+        assert_eq!(output.status.code(), Some(2), "{resume:?}");
+        assert!(String::from_utf8_lossy(&output.stderr).contains("--resume"));
+    }
+    let output = run("segmentation", &["--dropout", "1"], &out);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--dropout"));
     #[cfg(feature = "wgpu")]
     {
         let output = run(

@@ -6,7 +6,7 @@ use burn::config::Config;
 use burn::module::Module;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::interpolate::{Interpolate2d, Interpolate2dConfig, InterpolateMode};
-use burn::nn::PaddingConfig2d;
+use burn::nn::{Dropout, DropoutConfig, PaddingConfig2d};
 use burn::tensor::activation::{log_softmax, relu, softplus};
 use burn::tensor::backend::Backend;
 use burn::tensor::module::interpolate;
@@ -57,6 +57,10 @@ pub struct SegmentationConfig {
     pub classes: usize,
     #[config(default = 0.4)]
     pub aux_weight: f64,
+    /// Dropout probability on the fused features before the main head (0: none, the default).
+    /// Dropout draws from the backend's generator during training.
+    #[config(default = 0.0)]
+    pub dropout: f64,
 }
 
 /// Encoder of stride 8; the main head fuses 1/4 features with upsampled 1/8 features, the
@@ -67,6 +71,7 @@ pub struct SegmentationNet<B: Backend> {
     down2: ConvBlock<B>,
     down3: ConvBlock<B>,
     fuse: ConvBlock<B>,
+    dropout: Dropout,
     main_head: Conv2d<B>,
     aux_head: Conv2d<B>,
     /// Weight of the auxiliary loss term (a constant of the model, not a parameter).
@@ -88,6 +93,7 @@ impl SegmentationConfig {
             down2: ConvBlock::new([16, 32], 2, device),
             down3: ConvBlock::new([32, 64], 2, device),
             fuse: ConvBlock::new([96, 32], 1, device),
+            dropout: DropoutConfig::new(self.dropout).init(),
             main_head: Conv2dConfig::new([32, self.classes], [1, 1]).init(device),
             aux_head: Conv2dConfig::new([64, self.classes], [1, 1]).init(device),
             aux_weight: self.aux_weight,
@@ -104,7 +110,7 @@ impl<B: Backend> SegmentationNet<B> {
         let up = interpolate(eighth.clone(), [h, w], bilinear(false));
         let fused = self.fuse.forward(Tensor::cat(vec![quarter, up], 1));
         SegmentationOutput {
-            main: self.main_head.forward(fused),
+            main: self.main_head.forward(self.dropout.forward(fused)),
             aux: self.aux_head.forward(eighth),
         }
     }

@@ -7,6 +7,8 @@
 //! - [`parameter_hash`], a SHA-256 of a model's parameters, to compare runs bit for bit;
 //! - [`check_determinism`], the fresh-process check: the program's own training, run again in
 //!   new processes, each with an empty autotune cache, compared by parameter hash;
+//! - [`ResumableLoader`], so that a run resumed from a burn-train checkpoint sees the data order
+//!   and random numbers of the uninterrupted run (the checkpoint holds neither);
 //! - [`PlainProgress`], a burn-train renderer that prints a few readable lines per epoch where
 //!   burn-train's own prints a `Debug` dump per iteration (no terminal: CI logs, files).
 
@@ -14,6 +16,7 @@ mod check;
 mod data_parallel;
 mod hash;
 mod progress;
+mod resume;
 
 pub use check::{
     check_determinism, enter_check_run, print_parameter_hash, CheckError, CheckReport,
@@ -22,3 +25,4 @@ pub use check::{
 pub use data_parallel::FixedOrderDataParallel;
 pub use hash::parameter_hash;
 pub use progress::PlainProgress;
+pub use resume::{epoch_seed, ResumableLoader};

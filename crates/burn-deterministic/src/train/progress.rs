@@ -34,6 +34,7 @@ use std::time::Instant;
 #[derive(Debug)]
 pub struct PlainProgress {
     names: HashMap<MetricId, String>,
+    /// The metrics, by name.
     order: Vec<MetricId>,
     epoch: Option<Progress>,
     started: Instant,
@@ -204,5 +205,9 @@ impl MetricsRenderer for PlainProgress {
             self.order.push(definition.metric_id.clone());
         }
         self.names.insert(definition.metric_id, definition.name);
+        // burn-train registers the metrics in a different order from run to run: sorted by
+        // name, two runs' lines can be compared.
+        let names = &self.names;
+        self.order.sort_by(|a, b| names[a].cmp(&names[b]));
     }
 }
