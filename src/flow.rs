@@ -97,6 +97,7 @@ pub fn run_example<C: burn::config::Config>(
         final_metrics: trained.final_metrics,
         training_seconds: trained.training_seconds,
         parameter_sha256: trained.parameter_sha256,
+        determinism: burn_deterministic::report::report().to_json(),
     };
     if std::env::var_os(CHECK_RUN_ENV).is_some() {
         // A run of `--check-determinism`: the line the parent reads.

@@ -152,6 +152,10 @@ pub struct RunLog {
     pub training_seconds: f64,
     /// SHA-256 over the bits of every parameter of the final model.
     pub parameter_sha256: String,
+    /// What the decorator did in the run, per device, and the hazards it saw
+    /// (`burn_deterministic::report`).
+    #[serde(default)]
+    pub determinism: serde_json::Value,
 }
 
 impl RunLog {
@@ -212,6 +216,7 @@ pub fn report(log: &RunLog, dir: &Path) -> std::io::Result<()> {
     }
     println!("training time       {:.1} s", log.training_seconds);
     println!("parameters SHA-256  {}", log.parameter_sha256);
+    println!("{}", burn_deterministic::report::report());
     let json = log.write_json(dir)?;
     let plot = log.write_plot(dir)?;
     println!("wrote {} and {}", json.display(), plot.display());
@@ -245,11 +250,13 @@ mod tests {
             final_metrics: BTreeMap::from([("mIoU".to_string(), 42.0)]),
             training_seconds: 1.5,
             parameter_sha256: "ab".repeat(32),
+            determinism: serde_json::json!({"devices": []}),
         };
         log.write_json(&dir).unwrap();
         let back = RunLog::read_json(&dir).unwrap();
         assert_eq!(back.epochs, log.epochs);
         assert_eq!(back.parameter_sha256, log.parameter_sha256);
+        assert_eq!(back.determinism, log.determinism);
         let plot = log.write_plot(&dir).unwrap();
         assert!(std::fs::metadata(plot).unwrap().len() > 1000);
         std::fs::remove_dir_all(dir).unwrap();

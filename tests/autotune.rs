@@ -104,6 +104,25 @@ fn check_reports_autotune_exactly_in_autotune_builds() {
     }
 }
 
+/// The determinism report marks the wgpu device autotuned, and names it as a hazard, exactly in
+/// autotune builds.
+#[test]
+fn the_report_names_autotune_exactly_in_autotune_builds() {
+    let device = vulkan();
+    // A full sum: rewritten on CubeCL, so the device appears in the report.
+    let x = Tensor::<Det<Wgpu>, 1>::ones([5000], &device);
+    assert_eq!(x.sum().into_scalar(), 5000.0);
+    let report = burn_deterministic::report::report();
+    let wgpu = report
+        .devices
+        .iter()
+        .find(|d| d.backend.contains("wgpu"))
+        .unwrap_or_else(|| panic!("no wgpu device in\n{report}"));
+    assert_eq!(wgpu.autotuned, AUTOTUNE_BUILD, "{report}");
+    let named = report.hazards().iter().any(|h| h.contains("autotune"));
+    assert_eq!(named, AUTOTUNE_BUILD, "{report}");
+}
+
 #[test]
 fn the_notice_is_printed_once_per_process_in_autotune_builds() {
     let child = run_child("child_case", "use", &[]);

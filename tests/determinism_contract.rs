@@ -565,6 +565,47 @@ mod wgpu {
         assert_eq!(bits(sum), bits(expected));
     }
 
+    /// The report counts the sum rewritten on the wgpu device, and, under `fixed_order_ops:
+    /// false`, the sum left to CubeCL, which it names as a hazard. (Counts are per process and
+    /// other tests run beside this one: compared as increases.)
+    #[test]
+    fn the_report_counts_rewrites_and_hazards_left_to_the_backend() {
+        use burn_deterministic::report::{report, DeterminismReport, Rewrite};
+        let device = vulkan();
+        let sums = |report: &DeterminismReport, left: bool| -> u64 {
+            report
+                .devices
+                .iter()
+                .filter(|d| d.backend.contains("wgpu"))
+                .flat_map(|d| {
+                    if left {
+                        &d.left_to_backend
+                    } else {
+                        &d.rewrites
+                    }
+                })
+                .filter(|(op, _)| *op == Rewrite::FixedOrderSum)
+                .map(|(_, count)| count)
+                .sum()
+        };
+        let before = report();
+        let x = uniform(4, 10_000);
+        let det = tensor::<Det<Wgpu>, 1>(&x, [10_000], DType::F32, &device);
+        let _ = det.clone().sum().into_data();
+        configured(switched_off(), || det.sum().into_data());
+        let after = report();
+        assert!(sums(&after, false) > sums(&before, false), "{after}");
+        assert!(sums(&after, true) > sums(&before, true), "{after}");
+        assert!(
+            after
+                .hazards()
+                .iter()
+                .any(|h| h.contains("fixed-order sum left to the backend")),
+            "{after}"
+        );
+        assert!(after.configuration.scoped);
+    }
+
     /// Negative control: CubeCL's sum of 4 Mi floats in 5 processes × 6 repetitions gives more
     /// than one result (measured: 2–3 values in every process; 1 Mi gave one value in 30
     /// runs); the decorator's gives one.

@@ -116,6 +116,16 @@ fn read_run(dir: &Path, epochs: usize) -> RunLog {
     log
 }
 
+/// The count of a rewrite in the run's determinism report, over its devices.
+fn rewrites(log: &RunLog, name: &str) -> u64 {
+    log.determinism["devices"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no determinism report in the log: {}", log.determinism))
+        .iter()
+        .filter_map(|device| device["rewrites"][name].as_u64())
+        .sum()
+}
+
 fn metric(log: &RunLog, name: &str) -> f64 {
     *log.final_metrics
         .get(name)
@@ -166,6 +176,15 @@ fn segmentation_learns_and_is_deterministic_across_processes() {
     );
     assert_eq!(a.parameter_sha256, b.parameter_sha256);
     assert_eq!(a.epochs, b.epochs, "identical curves, bit for bit");
+    // The determinism report: flex keeps its bilinear forward (`auto` on a CPU device), the
+    // backward is the adjoint, no hazard.
+    assert!(
+        rewrites(&a, "resize backward bilinear, dense") > 0,
+        "{}",
+        a.determinism
+    );
+    assert_eq!(rewrites(&a, "resize forward bilinear, dense"), 0);
+    assert_eq!(a.determinism["hazards"], serde_json::json!([]));
     // Stated target (fixed seed): mIoU ≥ 50 % with 5 classes (measured 66.7 %; predicting one
     // class everywhere scores at most 20 %).
     let miou = metric(&a, "mIoU %");
@@ -269,6 +288,14 @@ fn segmentation_on_wgpu_is_deterministic_across_processes() {
     );
     assert_eq!(a.parameter_sha256, b.parameter_sha256);
     assert_eq!(a.epochs, b.epochs);
+    // On an accelerator both directions are matmuls, and the counts are the same in both runs.
+    assert!(
+        rewrites(&a, "resize forward bilinear, dense") > 0,
+        "{}",
+        a.determinism
+    );
+    assert!(rewrites(&a, "resize backward bilinear, dense") > 0);
+    assert_eq!(a.determinism["devices"], b.determinism["devices"]);
     std::fs::remove_dir_all(out).unwrap();
 }
 
@@ -334,7 +361,14 @@ fn resume_equals_uninterrupted(backend: &str) {
         all
     };
     let (stopped, uninterrupted) = (out.join("stopped"), out.join("uninterrupted"));
-    assert_success(&run("segmentation", &with(&["--epochs", "2"]), &stopped));
+    let output = run("segmentation", &with(&["--epochs", "2"]), &stopped);
+    assert_success(&output);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("burn-deterministic report"), "{stdout}");
+    assert!(
+        stdout.contains("× resize backward bilinear, dense"),
+        "{stdout}"
+    );
     let first = read_run(&stopped, 2);
     let resume = with(&["--epochs", "4", "--resume", "2"]);
     let output = run("segmentation", &resume, &stopped);

@@ -391,6 +391,7 @@ thread_local! {
 pub fn set_config(config: DeterministicConfig) -> Result<(), ConfigError> {
     config.validate()?;
     *PROCESS_CONFIG.write().unwrap_or_else(|e| e.into_inner()) = Some(config);
+    crate::report::SET_CONFIG.store(true, std::sync::atomic::Ordering::Relaxed);
     Ok(())
 }
 
@@ -410,6 +411,12 @@ pub fn current() -> DeterministicConfig {
     if let Some(scoped) = SCOPED.with(|s| s.borrow().last().cloned()) {
         return scoped;
     }
+    process()
+}
+
+/// The process configuration: [`set_config`]'s, else the environment variable's, else the
+/// default (read, and an invalid variable reported, once).
+pub(crate) fn process() -> DeterministicConfig {
     if let Some(config) = PROCESS_CONFIG
         .read()
         .unwrap_or_else(|e| e.into_inner())
@@ -453,6 +460,7 @@ pub fn with_config<R>(
         }
     }
     SCOPED.with(|s| s.borrow_mut().push(config));
+    crate::report::SCOPED.store(true, std::sync::atomic::Ordering::Relaxed);
     let _pop = Pop;
     Ok(f())
 }

@@ -41,9 +41,11 @@
 //! and `scatter_nd` are rewritten on the devices where `B`'s kernel adds in a varying order, and
 //! a build whose CubeCL kernels are picked by autotune is announced (see [`determinism`]).
 //!
-//! What is rewritten, and when, is set by [`DeterministicConfig`] (see [`config`]). Feature
-//! `train` adds the module `train`: data-parallel training with a fixed gradient order, a parameter hash
-//! and a fresh-process determinism check for a user's own program. Which
+//! What is rewritten, and when, is set by [`DeterministicConfig`] (see [`config`]); what was
+//! rewritten in a run, per device, and the hazards seen, is in [`report`]. Feature `train` adds
+//! the module `train`: data-parallel training with a fixed gradient order, a parameter hash, a
+//! fresh-process determinism check for a user's own program, resuming with the uninterrupted
+//! run's data order, and a plain-text progress renderer. Which
 //! `interpolate` kernels a backend has is declared per device type ([`InterpolateKernels`] in
 //! its [`DeviceProfile`]), never probed: the library does not catch panics, and works in
 //! binaries built with `panic = "abort"`.
@@ -62,6 +64,7 @@ mod device;
 mod distributed;
 mod error;
 mod ops;
+pub mod report;
 pub mod resize;
 #[cfg(feature = "train")]
 #[cfg_attr(docsrs, doc(cfg(feature = "train")))]

@@ -46,6 +46,7 @@ pub fn fixed_order_sum<B: Backend, const D: usize>(
     )))
 }
 
+use crate::report::Rewrite;
 use crate::{config, DeterministicBackend, OrderHazards};
 use burn_backend::ops::{DeformConv2dBackward, DeformConvOptions};
 use burn_backend::quantization::QuantPropagation;
@@ -53,16 +54,27 @@ use burn_backend::tensor::{FloatTensor, IndexingUpdateOp, IntTensor, QuantizedTe
 use burn_backend::TensorPrimitive;
 use burn_backend::{get_device_settings, Backend, QTensorPrimitive, TensorMetadata};
 
-/// Whether the op guarded by `hazard` is rewritten on `device`: a hazard there, and
-/// `fixed_order_ops` on.
-fn rewrites<B: Backend>(device: &B::Device, hazard: impl FnOnce(OrderHazards) -> bool) -> bool {
-    hazard(crate::device_profile(device).order_hazards) && config::current().fixed_order_ops
+/// Whether the op guarded by `hazard` is rewritten on `device` as `rewrite`: a hazard there,
+/// and `fixed_order_ops` on. Where there is a hazard, the report counts the op either way.
+fn rewrites<B: Backend>(
+    device: &B::Device,
+    rewrite: Rewrite,
+    hazard: impl FnOnce(OrderHazards) -> bool,
+) -> bool {
+    if !hazard(crate::device_profile(device).order_hazards) {
+        return false;
+    }
+    let applied = config::current().fixed_order_ops;
+    crate::report::record::<B>(device, rewrite, applied);
+    applied
 }
 
 /// `float_sum` through the decorator.
 pub(crate) fn float_sum<B: Backend>(tensor: FloatTensor<B>) -> FloatTensor<B> {
     let (dtype, elements) = (tensor.dtype(), tensor.shape().num_elements());
-    if rewrites::<B>(&B::float_device(&tensor), |h| h.sum.varies(dtype, elements)) {
+    if rewrites::<B>(&B::float_device(&tensor), Rewrite::FixedOrderSum, |h| {
+        h.sum.varies(dtype, elements)
+    }) {
         sum::fixed_order_sum::<B>(tensor)
     } else {
         B::float_sum(tensor)
@@ -73,7 +85,7 @@ pub(crate) fn float_sum<B: Backend>(tensor: FloatTensor<B>) -> FloatTensor<B> {
 /// computes its mean as `sum / n` too).
 pub(crate) fn float_mean<B: Backend>(tensor: FloatTensor<B>) -> FloatTensor<B> {
     let (dtype, elements) = (tensor.dtype(), tensor.shape().num_elements());
-    if rewrites::<B>(&B::float_device(&tensor), |h| {
+    if rewrites::<B>(&B::float_device(&tensor), Rewrite::FixedOrderMean, |h| {
         h.mean.varies(dtype, elements)
     }) {
         B::float_div_scalar(sum::fixed_order_sum::<B>(tensor), (elements as f64).into())
@@ -90,7 +102,9 @@ pub(crate) fn q_sum<B: Backend>(
     let device = B::q_device(&tensor);
     let elements = tensor.shape().num_elements();
     let dtype = get_device_settings::<B>(&device).float_dtype;
-    if !rewrites::<B>(&device, |h| h.sum.varies(dtype.into(), elements)) {
+    if !rewrites::<B>(&device, Rewrite::FixedOrderSum, |h| {
+        h.sum.varies(dtype.into(), elements)
+    }) {
         return crate::ops::rebrand::outer_primitive(B::q_sum(tensor));
     }
     let scheme = *tensor.scheme();
@@ -109,7 +123,9 @@ pub(crate) fn float_scatter_nd<B: Backend>(
     values: FloatTensor<B>,
     reduction: IndexingUpdateOp,
 ) -> FloatTensor<B> {
-    if rewrites::<B>(&B::float_device(&data), |h| h.scatter_nd) {
+    if rewrites::<B>(&B::float_device(&data), Rewrite::ScatterNdInRounds, |h| {
+        h.scatter_nd
+    }) {
         scatter_nd::in_rounds::<B, scatter_nd::Float>(data, indices, values, reduction)
     } else {
         B::float_scatter_nd(data, indices, values, reduction)
@@ -123,7 +139,9 @@ pub(crate) fn int_scatter_nd<B: Backend>(
     values: IntTensor<B>,
     reduction: IndexingUpdateOp,
 ) -> IntTensor<B> {
-    if rewrites::<B>(&B::int_device(&data), |h| h.scatter_nd) {
+    if rewrites::<B>(&B::int_device(&data), Rewrite::ScatterNdInRounds, |h| {
+        h.scatter_nd
+    }) {
         scatter_nd::in_rounds::<B, scatter_nd::Int>(data, indices, values, reduction)
     } else {
         B::int_scatter_nd(data, indices, values, reduction)
@@ -142,7 +160,9 @@ pub(crate) fn deform_conv2d_backward<B: Backend>(
     output_grad: FloatTensor<B>,
     options: DeformConvOptions<2>,
 ) -> DeformConv2dBackward<DeterministicBackend<B>> {
-    let rewrite = rewrites::<B>(&B::float_device(&x), |h| h.deform_conv2d_input_grad);
+    let rewrite = rewrites::<B>(&B::float_device(&x), Rewrite::DeformConv2dInputGrad, |h| {
+        h.deform_conv2d_input_grad
+    });
     let x_shape = x.shape();
     let inputs = rewrite.then(|| {
         (

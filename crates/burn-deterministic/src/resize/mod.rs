@@ -21,6 +21,7 @@ pub use cache::{cache_stats, reset_cache, CacheStats};
 pub use check::check_resize;
 
 use crate::config::{self, DeterministicConfig, RewritePolicy};
+use crate::report::Rewrite;
 use crate::{DeviceKind, ResizeError};
 use burn_backend::ops::{InterpolateMode, InterpolateOptions};
 use burn_backend::tensor::FloatTensor;
@@ -58,6 +59,9 @@ pub(crate) fn interpolate<B: Backend>(
     }
     let checked = checked::<B>(&x, output_size, &options, &config);
     let plan = ResizePlan::<B>::new(&checked, output_size, &options, x.dtype(), &device, &config);
+    let mode = resampling(&options).mode;
+    let layouts = checked.layouts;
+    crate::report::record::<B>(&device, Rewrite::ResizeForward { mode, layouts }, true);
     plan.forward(x)
 }
 
@@ -102,6 +106,9 @@ pub(crate) fn interpolate_backward<B: Backend>(
         B::float_cast(grad, dtype.into())
     };
     let plan = ResizePlan::<B>::new(&checked, output_size, &options, dtype, &device, &config);
+    let mode = resampling(&options).mode;
+    let layouts = checked.layouts;
+    crate::report::record::<B>(&device, Rewrite::ResizeBackward { mode, layouts }, true);
     plan.adjoint(grad)
 }
 
