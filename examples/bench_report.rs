@@ -15,7 +15,7 @@
 //! faster than the gather decomposition). The report prints when each row's numbers were
 //! measured, so mixing runs is visible.
 
-use burn_deterministic_suite::plot::{grouped_bars, BarGroup};
+use burn_deterministic_suite::example_support::plot::{grouped_bars, BarGroup};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -28,10 +28,14 @@ use burn::train::logger::FileMetricLogger;
 use burn::train::{Learner, SupervisedTraining};
 use burn_deterministic::train::{parameter_hash, PlainProgress};
 use burn_deterministic::DeterministicBackend;
-use burn_deterministic_suite::devices::{cpu_devices, training_strategy, BackendChoice};
-use burn_deterministic_suite::flow::run_example;
-use burn_deterministic_suite::run_config::{in_memory, CommonArgs, RunConfig, Samples};
-use burn_deterministic_suite::run_log::{CurveLogger, Trained};
+use burn_deterministic_suite::example_support::devices::{
+    cpu_devices, training_strategy, BackendChoice,
+};
+use burn_deterministic_suite::example_support::flow::run_example;
+use burn_deterministic_suite::example_support::run_config::{
+    in_memory, CommonArgs, RunConfig, Samples,
+};
+use burn_deterministic_suite::example_support::run_log::{CurveLogger, Trained};
 use burn_deterministic_vision::data::{DepthSample, SyntheticDepth};
 use burn_deterministic_vision::folder::DepthFolder;
 use burn_deterministic_vision::metrics::DepthAccumulator;
@@ -79,7 +83,7 @@ fn main() -> ExitCode {
             BackendChoice::Wgpu => train::<Autodiff<DeterministicBackend<burn::backend::Wgpu>>>(
                 &config,
                 &data,
-                burn_deterministic_suite::devices::wgpu_devices(devices)?,
+                burn_deterministic_suite::example_support::devices::wgpu_devices(devices)?,
                 output_dir,
                 args.common.resume,
             ),
@@ -87,7 +91,7 @@ fn main() -> ExitCode {
             BackendChoice::Cuda => train::<Autodiff<DeterministicBackend<burn::backend::Cuda>>>(
                 &config,
                 &data,
-                burn_deterministic_suite::devices::cuda_devices(devices),
+                burn_deterministic_suite::example_support::devices::cuda_devices(devices),
                 output_dir,
                 args.common.resume,
             ),

@@ -11,7 +11,7 @@ use burn::tensor::module::interpolate;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Tensor};
 use burn_deterministic::{DeterministicBackend, DeterministicConfig, ModeSet, RewritePolicy};
-use burn_deterministic_suite::devices::BackendChoice;
+use burn_deterministic_suite::example_support::devices::BackendChoice;
 use burn_deterministic_suite::harness::{configured, tensor, to_f64, uniform};
 use burn_deterministic_suite::metrics::max_scaled_error;
 use clap::Parser;
@@ -80,13 +80,15 @@ fn main() -> std::process::ExitCode {
         #[cfg(feature = "ndarray")]
         BackendChoice::Ndarray => errors::<burn::backend::NdArray>(&Default::default()),
         #[cfg(feature = "wgpu")]
-        BackendChoice::Wgpu => match burn_deterministic_suite::devices::wgpu_devices(1) {
-            Ok(devices) => errors::<burn::backend::Wgpu>(&devices[0]),
-            Err(message) => {
-                eprintln!("error: {message}");
-                return std::process::ExitCode::from(2);
+        BackendChoice::Wgpu => {
+            match burn_deterministic_suite::example_support::devices::wgpu_devices(1) {
+                Ok(devices) => errors::<burn::backend::Wgpu>(&devices[0]),
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    return std::process::ExitCode::from(2);
+                }
             }
-        },
+        }
         #[cfg(feature = "cuda")]
         BackendChoice::Cuda => errors::<burn::backend::Cuda>(&Default::default()),
         #[allow(unreachable_patterns)]

@@ -1,18 +1,15 @@
-//! Shared support for the workspace's examples, integration tests and benchmarks: the PyTorch
-//! golden vectors, error metrics, parameter hashing and backend set-up (software Vulkan pinning);
-//! for the training examples, their run settings (`run_config`), devices (`devices`), report
-//! (`run_log`, `plot`) and `main` flow (`flow`).
+//! This repository's unpublished support code (`publish = false`): the PyTorch golden vectors,
+//! error metrics, backend set-up (software Vulkan pinning), the negative controls and child
+//! processes of the tests, and, in [`example_support`], what the training examples share.
+//! Nothing here is part of the product: the examples' deterministic-training machinery comes
+//! from the published `burn_deterministic::train`.
 
 pub mod controls;
-pub mod devices;
-pub mod flow;
+pub mod example_support;
 pub mod gather;
 pub mod golden;
 pub mod harness;
 pub mod metrics;
-pub mod plot;
 pub mod processes;
-pub mod run_config;
-pub mod run_log;
 #[cfg(feature = "wgpu")]
 pub mod wgpu_setup;

@@ -7,7 +7,7 @@
 //! features and profile; nothing to do when `cargo test` already built it) and runs the binary
 //! cargo reports, so a stale example from another build is never what is tested.
 
-use burn_deterministic_suite::run_log::RunLog;
+use burn_deterministic_suite::example_support::run_log::RunLog;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -1,8 +1,8 @@
 //! What a training run reports: per-epoch curves collected from burn-train's metric loggers,
 //! the final validation metrics, the parameter hash; written as `log.json` and `curves.png`.
 
-use crate::devices::BackendChoice;
-use crate::plot::{line_panels, Panel, Series};
+use crate::example_support::devices::BackendChoice;
+use crate::example_support::plot::{line_panels, Panel, Series};
 use burn::train::logger::MetricLogger;
 use burn::train::metric::store::{EpochSummary, MetricsUpdate, Split};
 use burn::train::metric::{MetricDefinition, MetricId, NumericEntry};
@@ -123,7 +123,7 @@ impl MetricLogger for CurveLogger {
     }
 }
 
-/// What an example's training function returns; [`crate::flow::run_example`] adds the example,
+/// What an example's training function returns; [`crate::example_support::flow::run_example`] adds the example,
 /// backend and configuration to make the [`RunLog`].
 #[derive(Debug, Clone)]
 pub struct Trained {

@@ -10,7 +10,7 @@ use burn_deterministic_vision::train::{HorizontalFlip, RandomFlip, SampleBatcher
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::devices::BackendChoice;
+use crate::example_support::devices::BackendChoice;
 
 /// The run settings every training example shares, nested as `run` in each example's Burn
 /// `Config` (and so in its `config.json`).

@@ -1,8 +1,8 @@
 //! The flow every training example's `main` shares: `--check-determinism` (train twice in two
 //! new processes and compare), or save the config, train, report.
 
-use crate::run_config::CommonArgs;
-use crate::run_log::{report, RunLog, Trained};
+use crate::example_support::run_config::CommonArgs;
+use crate::example_support::run_log::{report, RunLog, Trained};
 use burn_deterministic::train::{
     CheckError, CheckReport, DeterminismCheck, CHECK_RUN_ENV, HASH_LINE,
 };
