@@ -33,6 +33,15 @@ pub struct CacheStats {
     pub peak_build_bytes: u64,
 }
 
+/// Axis maps a front door's cache keeps at most, by default.
+pub const DEFAULT_CACHE_MAX_ENTRIES: usize = 64;
+/// Device bytes a front door's cached maps may hold together, by default.
+pub const DEFAULT_CACHE_MAX_BYTES: u64 = 256 << 20;
+/// The most bytes one axis' weights may take, by default: a map far beyond image sizes is
+/// refused ([`crate::ResizeError::WeightsTooLarge`]) instead of exhausting the device. A dense
+/// f32 map of 8192 × 8192 fits.
+pub const DEFAULT_MAX_WEIGHT_BYTES: u64 = 256 << 20;
+
 /// What an axis map depends on.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct CacheKey {
@@ -50,6 +59,29 @@ pub struct CacheKey {
     pub resampling: Resampling,
     /// Dense or banded.
     pub layout: Layout,
+}
+
+impl CacheKey {
+    /// The key of one axis map: `backend` is the front door's backend type, `device` and
+    /// `dtype` are named by their `Debug` forms.
+    pub fn new(
+        backend: TypeId,
+        device: &dyn core::fmt::Debug,
+        dtype: &dyn core::fmt::Debug,
+        [input, output]: [usize; 2],
+        resampling: Resampling,
+        layout: Layout,
+    ) -> Self {
+        Self {
+            backend,
+            device: format!("{device:?}"),
+            dtype: format!("{dtype:?}"),
+            input,
+            output,
+            resampling,
+            layout,
+        }
+    }
 }
 
 /// A map just built, with what it costs.

@@ -14,7 +14,8 @@
 //! - [`BandShape`] and [`band_shapes`]: the banded layout of `W` and `Wᵀ`;
 //! - [`Cost`] and [`AxisEstimate`]: the one count of bytes and multiply-adds; [`BandPolicy`]
 //!   and [`height_first`]: the layout and pass-order choices made from it;
-//! - [`WeightCache`]: built maps kept per geometry, bounded.
+//! - [`WeightCache`]: built maps kept per geometry, bounded;
+//! - [`ResizeError`]: what a resize refuses, the one error both front doors return.
 //!
 //! **Not a stable API.** This crate is an implementation detail of the front doors, which
 //! depend on it with an exact version; its items may change in any release.
@@ -33,14 +34,19 @@
 
 mod cache;
 mod cost;
+mod error;
 mod geometry;
 mod taps;
 mod weights;
 
-pub use cache::{Built, CacheKey, CacheStats, WeightCache};
+pub use cache::{
+    Built, CacheKey, CacheStats, WeightCache, DEFAULT_CACHE_MAX_BYTES, DEFAULT_CACHE_MAX_ENTRIES,
+    DEFAULT_MAX_WEIGHT_BYTES,
+};
 pub use cost::{
     band_entries, height_first, product, reading_bytes, AxisEstimate, BandPolicy, Cost,
 };
+pub use error::{Axis, ResizeError};
 pub use geometry::{band_shapes, BandShape, Layout, Stride};
 pub use taps::{tap_window, tap_windows};
 pub use weights::{comb, decode_axis, AxisWeights};

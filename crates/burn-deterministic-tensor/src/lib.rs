@@ -68,7 +68,7 @@ mod module;
 mod separable;
 mod weights;
 
-pub use error::ResizeError;
+pub use error::{Axis, ResizeError};
 pub use module::{Interpolate2d, Interpolate2dConfig};
 pub use separable::{cache_stats, reset_cache, CacheStats};
 

@@ -5,7 +5,7 @@
 //! of the backend, with no atomics and no accumulation order left to a scheduler.
 
 use crate::weights::read_axis;
-use crate::ResizeError;
+use crate::{Axis, ResizeError};
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Device, Tensor, TensorData};
 #[cfg(any(feature = "extension-flex", feature = "extension-wgpu"))]
@@ -19,13 +19,11 @@ pub use burn_deterministic_core::CacheStats;
 
 static CACHE: WeightCache = WeightCache::new();
 
-/// Axis maps kept at most (each is one `[out, in]` matrix on one device).
-const CACHE_MAX_ENTRIES: usize = 64;
-/// Device bytes the cached maps may hold together.
-const CACHE_MAX_BYTES: u64 = 512 << 20;
-/// The largest single weight matrix built (bytes): a dense `[out, in]` map is `out · in`
-/// entries, so a resize far beyond image sizes is refused instead of exhausting the device.
-pub(crate) const MAX_MATRIX_BYTES: u64 = 1 << 30;
+/// The engine's defaults, the same as the Burn 0.21 front door's configuration defaults.
+const CACHE_MAX_ENTRIES: usize = burn_deterministic_core::DEFAULT_CACHE_MAX_ENTRIES;
+const CACHE_MAX_BYTES: u64 = burn_deterministic_core::DEFAULT_CACHE_MAX_BYTES;
+/// The largest single weight map built (bytes).
+pub(crate) const MAX_MATRIX_BYTES: u64 = burn_deterministic_core::DEFAULT_MAX_WEIGHT_BYTES;
 
 /// The weight cache's counters (hits, misses, bytes held, ...).
 pub fn cache_stats() -> CacheStats {
@@ -37,6 +35,37 @@ pub fn reset_cache() {
     CACHE.reset()
 }
 
+/// One axis of a resize: which one, and its input and output sizes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AxisSizes {
+    pub axis: Axis,
+    pub input: usize,
+    pub output: usize,
+}
+
+impl AxisSizes {
+    /// The error for weights of this axis over the byte limit.
+    fn too_large(self, layout: Layout, bytes: u64) -> ResizeError {
+        ResizeError::WeightsTooLarge {
+            axis: self.axis,
+            input: self.input,
+            output: self.output,
+            layout: Some(layout),
+            bytes,
+            limit: MAX_MATRIX_BYTES,
+        }
+    }
+
+    /// The error for tap windows the host cannot hold.
+    pub fn host_memory(self) -> ResizeError {
+        ResizeError::HostMemory {
+            axis: self.axis,
+            input: self.input,
+            output: self.output,
+        }
+    }
+}
+
 /// The output size of resizing `x` with `options`, and the axis maps `Wh: [P, H]`, `Ww: [Q, W]`
 /// on `x`'s device in its dtype: what both mechanisms multiply by.
 pub(crate) fn axis_maps(
@@ -44,12 +73,30 @@ pub(crate) fn axis_maps(
     options: &InterpolateOptions,
 ) -> Result<AxisMaps, ResizeError> {
     let [_, _, h, w] = x.dims();
-    let [p, q] = crate::error::output_size([h, w], options)?;
+    let [p, q] = crate::error::output_size(x.dims(), options)?;
     let (device, dtype) = (x.device(), x.dtype());
     Ok(AxisMaps {
         output: [p, q],
-        height: axis_matrix(h, p, options, dtype, &device)?,
-        width: axis_matrix(w, q, options, dtype, &device)?,
+        height: axis_matrix(
+            AxisSizes {
+                axis: Axis::Height,
+                input: h,
+                output: p,
+            },
+            options,
+            dtype,
+            &device,
+        )?,
+        width: axis_matrix(
+            AxisSizes {
+                axis: Axis::Width,
+                input: w,
+                output: q,
+            },
+            options,
+            dtype,
+            &device,
+        )?,
     })
 }
 
@@ -81,24 +128,20 @@ pub(crate) fn resize(x: Tensor<4>, maps: AxisMaps) -> Tensor<4> {
 /// The dense map `W: [output, input]` of one axis, on `device` in `dtype`, from the cache or
 /// read off Burn's kernel.
 pub(crate) fn axis_matrix(
-    input: usize,
-    output: usize,
+    sizes: AxisSizes,
     options: &InterpolateOptions,
     dtype: DType,
     device: &Device,
 ) -> Result<Tensor<2>, ResizeError> {
+    let AxisSizes { input, output, .. } = sizes;
     let bytes = (input as u64)
         .checked_mul(output as u64)
         .and_then(|n| n.checked_mul(dtype.size() as u64));
     if bytes.is_none_or(|bytes| bytes > MAX_MATRIX_BYTES) {
-        return Err(ResizeError::TooLarge {
-            rows: output,
-            columns: input,
-        });
+        return Err(sizes.too_large(Layout::Dense, bytes.unwrap_or(u64::MAX)));
     }
     cached(
-        input,
-        output,
+        sizes,
         options,
         dtype,
         device,
@@ -116,41 +159,31 @@ pub(crate) fn axis_matrix(
 /// `estimate` is the axis' cost estimate (the caller's, which chose the layout from it).
 #[cfg(any(feature = "extension-flex", feature = "extension-wgpu"))]
 pub(crate) fn adjoint_band(
-    input: usize,
-    output: usize,
+    sizes: AxisSizes,
     options: &InterpolateOptions,
     dtype: DType,
     device: &Device,
     block_size: usize,
     estimate: &AxisEstimate,
 ) -> Result<AdjointBand, ResizeError> {
+    let AxisSizes { input, output, .. } = sizes;
     let layout = Layout::Banded { block_size };
-    if estimate.peak_bytes(layout, dtype.size()) > MAX_MATRIX_BYTES {
-        return Err(ResizeError::TooLarge {
-            rows: output,
-            columns: input,
-        });
+    let bytes = estimate.peak_bytes(layout, dtype.size());
+    if bytes > MAX_MATRIX_BYTES {
+        return Err(sizes.too_large(layout, bytes));
     }
-    cached(
-        input,
-        output,
-        options,
-        dtype,
-        device,
-        layout,
-        |weights, device| {
-            let (_, adjoint) = band_shapes(block_size, input, output, &weights.supports());
-            let entries = adjoint.entries(|i, o| weights.get(o, i));
-            let dims = [adjoint.blocks, adjoint.block, adjoint.width];
-            let band = AdjointBand {
-                // Exact in `dtype`, as the dense map's entries.
-                weights: Tensor::from_data(TensorData::new(entries, dims), (device, dtype)),
-                shape: std::sync::Arc::new(adjoint),
-            };
-            let bytes = band_entries(&band.shape).saturating_mul(dtype.size() as u64);
-            (band, bytes)
-        },
-    )
+    cached(sizes, options, dtype, device, layout, |weights, device| {
+        let (_, adjoint) = band_shapes(block_size, input, output, &weights.supports());
+        let entries = adjoint.entries(|i, o| weights.get(o, i));
+        let dims = [adjoint.blocks, adjoint.block, adjoint.width];
+        let band = AdjointBand {
+            // Exact in `dtype`, as the dense map's entries.
+            weights: Tensor::from_data(TensorData::new(entries, dims), (device, dtype)),
+            shape: std::sync::Arc::new(adjoint),
+        };
+        let bytes = band_entries(&band.shape).saturating_mul(dtype.size() as u64);
+        (band, bytes)
+    })
 }
 
 /// [`adjoint_band`]'s result.
@@ -165,8 +198,7 @@ pub(crate) struct AdjointBand {
 /// One axis' map in `layout` from the cache, or built by `build` from the weights read off
 /// Burn's kernel (`build` returns the map and the bytes it keeps).
 fn cached<V: Clone + Send + Sync + 'static>(
-    input: usize,
-    output: usize,
+    sizes: AxisSizes,
     options: &InterpolateOptions,
     dtype: DType,
     device: &Device,
@@ -177,17 +209,16 @@ fn cached<V: Clone + Send + Sync + 'static>(
     // map serves plain and autodiff tensors of the device.
     let device = &device.clone().inner();
     let resampling = resampling(options);
-    let key = CacheKey {
-        backend: TypeId::of::<Tensor<2>>(),
-        device: format!("{device:?}"),
-        dtype: format!("{dtype:?}"),
-        input,
-        output,
+    let key = CacheKey::new(
+        TypeId::of::<Tensor<2>>(),
+        device,
+        &dtype,
+        [sizes.input, sizes.output],
         resampling,
         layout,
-    };
+    );
     CACHE.get_or_build(key, CACHE_MAX_ENTRIES, CACHE_MAX_BYTES, || {
-        match read_axis(input, output, resampling, options, dtype, device) {
+        match read_axis(sizes, resampling, options, dtype, device) {
             Ok(weights) => {
                 let (map, bytes) = build(&weights, device);
                 Built {

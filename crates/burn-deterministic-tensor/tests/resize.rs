@@ -7,8 +7,10 @@ mod common;
 use burn::nn::interpolate::{Interpolate2dConfig as BurnConfig, InterpolateMode as NnMode};
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Device, Tensor};
+use burn_deterministic_core::Layout;
 use burn_deterministic_tensor::{
-    cache_stats, interpolate, try_interpolate, Interpolate2d, Interpolate2dConfig, ResizeError,
+    cache_stats, interpolate, try_interpolate, Axis, Interpolate2d, Interpolate2dConfig,
+    ResizeError,
 };
 use common::{max_scaled_error, tensor, uniform, values, FLEX_MODES, SIZES};
 
@@ -150,23 +152,27 @@ fn bad_options_are_refused_by_name() {
     }
     assert_eq!(
         refused(mode().with_scale_factor([0.2, 1.0])),
-        Some(ResizeError::EmptyAxis {
-            input: [4, 4],
-            output: [0, 4]
+        Some(ResizeError::Empty {
+            shape: vec![2, 3, 4, 4],
+            output_size: [0, 4]
         })
     );
     assert_eq!(
         refused(mode().with_output_size([8, 0])),
-        Some(ResizeError::EmptyAxis {
-            input: [4, 4],
-            output: [8, 0]
+        Some(ResizeError::Empty {
+            shape: vec![2, 3, 4, 4],
+            output_size: [8, 0]
         })
     );
     assert_eq!(
         refused(mode().with_output_size([1 << 40, 8])),
-        Some(ResizeError::TooLarge {
-            rows: 1 << 40,
-            columns: 4
+        Some(ResizeError::WeightsTooLarge {
+            axis: Axis::Height,
+            input: 4,
+            output: 1 << 40,
+            layout: Some(Layout::Dense),
+            bytes: 4 << 42,
+            limit: burn_deterministic_core::DEFAULT_MAX_WEIGHT_BYTES,
         })
     );
     // `interpolate` panics where Burn's does, with the error's message.
@@ -228,7 +234,7 @@ fn weights_are_read_once_per_geometry() {
 
 /// The crate declares which forward kernels flex 0.22.1 has (it never probes them by catching
 /// a panic). The declaration must match Burn: for every mode and dtype, Burn's own
-/// `interpolate` panics exactly where `try_interpolate` refuses with `NoBackendKernel`, and the
+/// `interpolate` panics exactly where `try_interpolate` refuses with `NoKernel`, and the
 /// error names the mode and dtype (flex has no nearest-exact).
 #[test]
 fn the_declared_flex_kernels_match_burns() {
@@ -245,14 +251,15 @@ fn the_declared_flex_kernels_match_burns() {
                 burn::tensor::module::interpolate(x.clone(), options.clone())
             });
             match try_interpolate(x, options) {
-                Err(ResizeError::NoBackendKernel {
+                Err(ResizeError::NoKernel {
                     mode: lacking,
                     dtype: found,
-                    reason,
+                    detail: reason,
+                    ..
                 }) => {
                     assert!(burn.is_err(), "{mode:?} {dtype:?}: Burn has the kernel");
                     assert_eq!(format!("{lacking:?}"), format!("{mode:?}"));
-                    assert_eq!(found, dtype);
+                    assert_eq!(found, format!("{dtype:?}"));
                     assert!(reason.contains("flex"), "{reason}");
                     refused += 1;
                 }
@@ -267,7 +274,7 @@ fn the_declared_flex_kernels_match_burns() {
     let x = input(1, [4, 4], DType::F32, &device.autodiff());
     assert!(matches!(
         try_interpolate(x, options),
-        Err(ResizeError::NoBackendKernel { .. })
+        Err(ResizeError::NoKernel { .. })
     ));
 }
 

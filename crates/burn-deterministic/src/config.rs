@@ -165,9 +165,9 @@ impl Default for DeterministicConfig {
             layout: WeightLayout::Auto,
             block_size: BandPolicy::default().block_size,
             banded_min_gain: BandPolicy::default().min_gain,
-            max_weight_bytes: 256 << 20,
-            cache_max_entries: 64,
-            cache_max_bytes: 256 << 20,
+            max_weight_bytes: burn_deterministic_core::DEFAULT_MAX_WEIGHT_BYTES,
+            cache_max_entries: burn_deterministic_core::DEFAULT_CACHE_MAX_ENTRIES,
+            cache_max_bytes: burn_deterministic_core::DEFAULT_CACHE_MAX_BYTES,
             fixed_order_ops: true,
             strict: false,
         }

@@ -62,7 +62,6 @@ pub mod determinism;
 mod device;
 #[cfg(feature = "distributed")]
 mod distributed;
-mod error;
 mod ops;
 pub mod report;
 pub mod resize;
@@ -71,6 +70,10 @@ pub mod resize;
 pub mod train;
 
 pub use backend::DeterministicBackend;
+/// Why a resize cannot be served: the engine's one error, shared with the Burn 0.22 front door.
+/// Burn's backend ops cannot return errors, so the decorator panics with its message at its
+/// entry, before any kernel runs; [`resize::check_resize`] returns it as a value.
+pub use burn_deterministic_core::{Axis, ResizeError};
 pub use burn_deterministic_core::{Layout, Mode};
 pub use config::{
     set_config, with_config, ConfigError, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout,
@@ -79,7 +82,6 @@ pub use device::{
     device_profile, mark_device, DeviceKind, DeviceProfile, FullSumOrder, InterpolateKernels,
     OrderHazards,
 };
-pub use error::{Axis, ResizeError};
 
 // The crate's README and the repository's documentation pages: their Rust snippets compile and
 // run as doctests of this crate.

@@ -25,8 +25,8 @@ use burn_deterministic_core::{AxisEstimate, BandPolicy, Layout};
 use core::num::NonZeroUsize;
 
 use crate::error::output_size;
-use crate::separable::{adjoint_band, axis_matrix, resampling, MAX_MATRIX_BYTES};
-use crate::ResizeError;
+use crate::separable::{adjoint_band, axis_matrix, resampling, AxisSizes, MAX_MATRIX_BYTES};
+use crate::{Axis, ResizeError};
 
 // Public because Burn's `#[backend_extension]` routing needs it; call `try_interpolate_with`.
 #[doc(hidden)]
@@ -158,13 +158,26 @@ pub fn try_interpolate_with(
     if !routed(device.as_dispatch()) {
         return Err(ResizeError::NotRouted {
             device: format!("{device:?}"),
+            remedy: "the backend extension is implemented for flex and the CubeCL backends: \
+                     enable this crate's `extension-flex` or `extension-wgpu` feature, or use \
+                     `burn_deterministic_tensor::interpolate`",
         });
     }
     let [_, _, h, w] = x.dims();
-    let [p, q] = output_size([h, w], &options)?;
+    let [p, q] = output_size(x.dims(), &options)?;
     let (device, dtype) = (x.device(), x.dtype());
-    let (height, height_layout) = axis_map(h, p, &options, dtype, &device, layout)?;
-    let (width, width_layout) = axis_map(w, q, &options, dtype, &device, layout)?;
+    let height = AxisSizes {
+        axis: Axis::Height,
+        input: h,
+        output: p,
+    };
+    let width = AxisSizes {
+        axis: Axis::Width,
+        input: w,
+        output: q,
+    };
+    let (height, height_layout) = axis_map(height, &options, dtype, &device, layout)?;
+    let (width, width_layout) = axis_map(width, &options, dtype, &device, layout)?;
     #[cfg(feature = "autotune-check")]
     crate::autotune::announce_once(&device);
     let options = InterpolateOptions {
@@ -185,8 +198,7 @@ pub fn try_interpolate_with(
 
 /// One axis' map for the backward, in the layout `requested` resolves to, with that layout.
 fn axis_map(
-    input: usize,
-    output: usize,
+    sizes: AxisSizes,
     options: &InterpolateOptions,
     dtype: DType,
     device: &Device,
@@ -195,10 +207,7 @@ fn axis_map(
     // The axis' cost estimate, for the layouts that need one (built once: it lists every
     // output's taps).
     let estimate = || {
-        AxisEstimate::new(input, output, resampling(options)).ok_or(ResizeError::TooLarge {
-            rows: output,
-            columns: input,
-        })
+        AxisEstimate::new(sizes.input, sizes.output, resampling(options)).ok_or(sizes.host_memory())
     };
     let banded = match requested {
         AdjointLayout::Dense => None,
@@ -213,11 +222,11 @@ fn axis_map(
     };
     Ok(match banded {
         None => {
-            let matrix = axis_matrix(input, output, options, dtype, device)?;
+            let matrix = axis_matrix(sizes, options, dtype, device)?;
             (matrix.into_dispatch(), AxisAdjoint::Dense)
         }
         Some((block_size, estimate)) => {
-            let band = adjoint_band(input, output, options, dtype, device, block_size, &estimate)?;
+            let band = adjoint_band(sizes, options, dtype, device, block_size, &estimate)?;
             (
                 band.weights.into_dispatch(),
                 AxisAdjoint::Banded(band.shape),

@@ -32,15 +32,15 @@ pub(crate) fn key<B: Backend>(
     options: &InterpolateOptions,
     layout: Layout,
 ) -> CacheKey {
-    CacheKey {
-        backend: TypeId::of::<B>(),
-        device: format!("{:?}", device.id()),
-        dtype: format!("{dtype:?}"),
-        input,
-        output,
-        resampling: resampling(options),
+    let device = device.id();
+    CacheKey::new(
+        TypeId::of::<B>(),
+        &device,
+        &dtype,
+        [input, output],
+        resampling(options),
         layout,
-    }
+    )
 }
 
 /// The cached map for `key`, or `build()`'s, inserted within the bounds.

@@ -29,7 +29,7 @@ use burn_deterministic_core::{product, reading_bytes, AxisEstimate, BandPolicy, 
 /// assert_eq!(check_resize(&x, [16, 16], &options), Ok([1, 3, 8, 8]));
 /// assert_eq!(
 ///     check_resize(&x, [0, 16], &options),
-///     Err(ResizeError::EmptyOutput { output_size: [0, 16] })
+///     Err(ResizeError::Empty { shape: vec![1, 3, 8, 8], output_size: [0, 16] })
 /// );
 /// # }
 /// ```
@@ -70,7 +70,10 @@ fn check<B: Backend>(
     {
         return Err(ResizeError::NoKernel {
             mode: resampling(options).mode,
+            dtype: format!("{dtype:?}"),
             backend: B::name(&device),
+            detail: "no host reference kernel is compiled in: enable burn-deterministic's \
+                     `flex` (or `ndarray`) feature",
         });
     }
     let height = choose_layout(
@@ -102,17 +105,14 @@ pub(super) fn check_input<B: Backend>(
             .map_err(|_| ResizeError::NotFourDimensional {
                 shape: shape.clone(),
             })?;
-    if dims.contains(&0) {
-        return Err(ResizeError::EmptyInput { shape });
-    }
-    if output_size.contains(&0) {
-        return Err(ResizeError::EmptyOutput { output_size });
+    if dims.contains(&0) || output_size.contains(&0) {
+        return Err(ResizeError::Empty { shape, output_size });
     }
     let dtype = x.dtype();
     let device = B::float_device(x);
     if !accepts_dtype(dtype, B::supports_dtype(&device, dtype)) {
         return Err(ResizeError::UnsupportedDtype {
-            dtype,
+            dtype: format!("{dtype:?}"),
             backend: B::name(&device),
         });
     }
@@ -212,7 +212,7 @@ mod tests {
         assert!(!accepts_dtype(DType::BF16, false));
         assert!(!accepts_dtype(DType::I32, true));
         let message = ResizeError::UnsupportedDtype {
-            dtype: DType::BF16,
+            dtype: format!("{:?}", DType::BF16),
             backend: "wgpu<wgsl>".into(),
         }
         .to_string();
