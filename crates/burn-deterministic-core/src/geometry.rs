@@ -228,6 +228,20 @@ impl BandShape {
     }
 }
 
+/// The ranges that cut `shape` to `range` along `dim` (the whole extent elsewhere): a
+/// front door's tensor slice, one per Burn version, over the same ranges.
+///
+/// ```rust
+/// assert_eq!(burn_deterministic_core::ranges_along(&[2, 3, 8], 2, 1..5), vec![0..2, 0..3, 1..5]);
+/// ```
+pub fn ranges_along(shape: &[usize], dim: usize, range: Range<usize>) -> Vec<Range<usize>> {
+    shape
+        .iter()
+        .enumerate()
+        .map(|(d, &size)| if d == dim { range.clone() } else { 0..size })
+        .collect()
+}
+
 /// Both bands of one axis (`input → output`), `W`'s and `Wᵀ`'s, with `block_size` outputs per
 /// forward block, given the input support of every output (`forward`: the tap windows for an
 /// estimate, the exact supports of the decoded weights for the map itself).

@@ -47,7 +47,7 @@ pub use cost::{
     band_entries, height_first, product, reading_bytes, AxisEstimate, BandPolicy, Cost,
 };
 pub use error::{Axis, ResizeError};
-pub use geometry::{band_shapes, BandShape, Layout, Stride};
+pub use geometry::{band_shapes, ranges_along, BandShape, Layout, Stride};
 pub use taps::{tap_window, tap_windows};
 pub use weights::{comb, decode_axis, AxisWeights};
 

@@ -138,11 +138,6 @@ fn banded<B: Backend>(
 
 /// `t` restricted to `range` along `dim`.
 fn slice_along<B: Backend>(t: FloatTensor<B>, dim: usize, range: Range<usize>) -> FloatTensor<B> {
-    let slices: Vec<Slice> = t
-        .shape()
-        .iter()
-        .enumerate()
-        .map(|(d, &size)| Slice::from(if d == dim { range.clone() } else { 0..size }))
-        .collect();
-    B::float_slice(t, &slices)
+    let ranges = burn_deterministic_core::ranges_along(&t.shape(), dim, range);
+    B::float_slice(t, &ranges.into_iter().map(Slice::from).collect::<Vec<_>>())
 }

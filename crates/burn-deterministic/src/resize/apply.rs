@@ -401,13 +401,8 @@ pub(crate) fn pad_planes<B: Backend>(
 
 /// `t` restricted to `range` along `axis`.
 fn slice_along<B: Backend>(t: FloatTensor<B>, axis: usize, range: Range<usize>) -> FloatTensor<B> {
-    let slices: Vec<Slice> = t
-        .shape()
-        .iter()
-        .enumerate()
-        .map(|(d, &size)| Slice::from(if d == axis { range.clone() } else { 0..size }))
-        .collect();
-    B::float_slice(t, &slices)
+    let ranges = burn_deterministic_core::ranges_along(&t.shape(), axis, range);
+    B::float_slice(t, &ranges.into_iter().map(Slice::from).collect::<Vec<_>>())
 }
 
 /// A float tensor of `data` in `dtype` on `device`.
