@@ -51,6 +51,13 @@ pub use geometry::{band_shapes, ranges_along, BandShape, Layout, Stride};
 pub use taps::{tap_window, tap_windows};
 pub use weights::{comb, decode_axis, AxisWeights};
 
+/// Elements each output of one level of the fixed-order sum adds in sequence (both front
+/// doors build the same tree: rows of this many consecutive elements summed per axis, then
+/// rows of the partial sums, until one value is left). 4096 keeps a level's outputs numerous
+/// enough to fill a GPU for large tensors (1 Mi elements: 256 outputs) and a sequence short
+/// enough that one unit finishes fast; a 2³² element tensor needs three levels.
+pub const FIXED_ORDER_ROW: usize = 4096;
+
 /// The interpolation algorithm of one axis (the union of what Burn's versions implement).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Mode {

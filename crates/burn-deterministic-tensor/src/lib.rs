@@ -40,6 +40,10 @@
 //! and so is a mode the device's backend has no forward kernel for (there are no weights to
 //! read: flex 0.22.1 has no nearest-exact, wgpu has).
 //!
+//! Beyond the resize, Burn 0.22 gives this crate no op to intercept; [`fixed_order`] has the
+//! reductions to call instead of Burn's where CubeCL's add in a varying order (a `sum()` loss,
+//! gradient clipping by norm).
+//!
 //! Bit-reproducible across processes on a CubeCL device (wgpu, cuda, rocm) only with `burn`
 //! built without its default `autotune` feature: autotune picks each matmul kernel by timing,
 //! and the candidates add in different orders. With feature `autotune-check` (on with
@@ -64,6 +68,7 @@ mod error;
     doc(cfg(any(feature = "extension-flex", feature = "extension-wgpu")))
 )]
 pub mod extension;
+pub mod fixed_order;
 mod module;
 mod separable;
 mod weights;

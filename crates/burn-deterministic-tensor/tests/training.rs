@@ -12,7 +12,11 @@ mod common;
 
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Device, Tensor};
-use common::{bits_hash, child_case, child_output, run_child, tensor, uniform, values, values_of};
+use burn_deterministic_tensor::fixed_order;
+use common::{
+    bits_hash, child_case, child_output, max_scaled_error, run_child, tensor, uniform, values,
+    values_of,
+};
 
 const MODES: [(&str, InterpolateMode); 3] = [
     ("bilinear", InterpolateMode::Bilinear),
@@ -62,6 +66,46 @@ fn train(device: &Device, mode: InterpolateMode, resize: Resize) -> (String, Vec
     (bits_hash([features, mix]), losses)
 }
 
+/// [`train`]'s head with a bilinear resize, its loss a full sum and each gradient clipped by
+/// norm (Adam-free SGD): with Burn's `sum()` and `GradientClipping::Norm`, both full sums meet
+/// their partial sums in float atomics on CubeCL; here both are the crate's fixed-order
+/// functions. Returns the parameters' hash and every step's loss.
+fn train_with_sum_loss(device: &Device) -> (String, Vec<f64>) {
+    let mut features = tensor(&uniform(1, 2 * 4 * 8 * 8), [2, 4, 8, 8], DType::F32, device);
+    let mut mix = Tensor::<4>::from_data(
+        burn::tensor::TensorData::new(uniform(2, 4 * 3), [1, 1, 4, 3]),
+        (device, DType::F32),
+    );
+    // 2 × 3 × 512 × 512: large enough for a many-workgroup sum.
+    let size = 512;
+    let target = tensor(
+        &uniform(3, 2 * 3 * size * size),
+        [2, 3, size, size],
+        DType::F32,
+        device,
+    );
+    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([size, size]);
+    let mut losses = Vec::with_capacity(STEPS);
+    for _ in 0..STEPS {
+        let (f, m) = (features.clone().require_grad(), mix.clone().require_grad());
+        let mixed = f
+            .clone()
+            .permute([0, 2, 3, 1])
+            .matmul(m.clone())
+            .permute([0, 3, 1, 2]);
+        let y = burn_deterministic_tensor::interpolate(mixed, options.clone());
+        let loss = fixed_order::sum((y - target.clone()).powi_scalar(2));
+        let gradients = loss.backward();
+        losses.push(values(loss)[0]);
+        let clip = |grad: Tensor<4>| fixed_order::clip_by_norm(grad, 1.0);
+        let lr = 0.05;
+        features =
+            (f.clone().inner() - clip(f.grad(&gradients).expect("features grad")) * lr).autodiff();
+        mix = (m.clone().inner() - clip(m.grad(&gradients).expect("mix grad")) * lr).autodiff();
+    }
+    (bits_hash([features, mix]), losses)
+}
+
 /// The cases the tests below run in new processes.
 #[test]
 #[ignore = "run by the other tests in a child process"]
@@ -75,6 +119,52 @@ fn child_process_helper() {
         "flex" => common::flex(),
         other => panic!("unknown backend {other}"),
     };
+    if let Some(kind) = what.strip_prefix("sum-") {
+        // A full sum of 4 Mi floats, 6 times: Burn's, or the fixed-order one.
+        let x = tensor(
+            &uniform(21, 1 << 22),
+            [1, 1, 1 << 11, 1 << 11],
+            DType::F32,
+            &device,
+        );
+        for _ in 0..6 {
+            let sum = match kind {
+                "burn" => x.clone().sum(),
+                _ => fixed_order::sum(x.clone()),
+            };
+            println!("SUM={}", bits_hash([sum]));
+        }
+        return;
+    }
+    if what == "scatter-add" {
+        // 1 Mi values added into 4 rows: Burn 0.22.1's CubeCL adds them with float atomics when
+        // the device has atomic float add (`scatter_add_atomic` in burn-cubecl's scatter.rs).
+        use burn::tensor::{IndexingUpdateOp, Int};
+        let n = 1 << 20;
+        let values_ = tensor(&uniform(22, n), [1, 1, 1, n], DType::F32, &device).reshape([1, n]);
+        let rows: Vec<i64> = (0..n as i64).map(|i| i % 4).collect();
+        let indices =
+            Tensor::<2, Int>::from_data(burn::tensor::TensorData::new(rows, [1, n]), &device);
+        for _ in 0..3 {
+            let zeros = Tensor::<2>::zeros([1, 4], &device);
+            let summed = zeros.scatter(1, indices.clone(), values_.clone(), IndexingUpdateOp::Add);
+            println!("SCATTER={}", bits_hash([summed]));
+        }
+        return;
+    }
+    if what == "train-sum-loss" {
+        let (hash, losses) = train_with_sum_loss(&device);
+        println!("HASH={hash}");
+        println!(
+            "LOSSES={}",
+            losses
+                .iter()
+                .map(|l| format!("{l:e}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        return;
+    }
     if what == "deform" {
         for _ in 0..3 {
             println!(
@@ -192,6 +282,45 @@ fn autotune_child(device: &Device) {
             x(device),
             options.clone(),
         ));
+    }
+}
+
+/// The fixed-order functions against Burn's own ops on `device`: exact on small integers
+/// (every order of addition gives the exact sum), within f32 rounding of Burn's sum, mean and
+/// norm on uniform values, and `clip_by_norm` as Burn's `GradientClipping::Norm`.
+fn fixed_order_functions_match_burns(device: &Device) {
+    for n in [1, 7, 4096, 4097, 3 * 4096, 1_000_003] {
+        let integers: Vec<f64> = (0..n).map(|i| (i % 7) as f64 - 3.0).collect();
+        let exact: f64 = integers.iter().sum();
+        let x = tensor(&integers, [1, 1, 1, n], DType::F32, device);
+        assert_eq!(values(fixed_order::sum(x.clone())), [exact], "n = {n}");
+        let x = tensor(&uniform(n as u64, n), [1, 1, 1, n], DType::F32, device);
+        let close = |ours: Tensor<1>, burns: Tensor<1>, what: &str| {
+            let (ours, burns) = (values(ours)[0], values(burns)[0]);
+            let scale = values(x.clone().abs().sum())[0].max(1.0);
+            assert!(
+                (ours - burns).abs() <= 1e-5 * scale,
+                "{what}, n = {n}: {ours} vs {burns}"
+            );
+        };
+        close(fixed_order::sum(x.clone()), x.clone().sum(), "sum");
+        close(fixed_order::mean(x.clone()), x.clone().mean(), "mean");
+        close(
+            fixed_order::l2_norm(x.clone()),
+            x.clone().square().sum().sqrt(),
+            "norm",
+        );
+        for threshold in [0.5, 1e6] {
+            let ours = values(fixed_order::clip_by_norm(x.clone(), threshold));
+            let burns = values(
+                burn::optim::grad_clipping::GradientClipping::Norm(threshold)
+                    .clip_gradient(x.clone()),
+            );
+            assert!(
+                max_scaled_error(&ours, &burns) <= 1e-5,
+                "clip {threshold}, n = {n}"
+            );
+        }
     }
 }
 
@@ -344,6 +473,83 @@ mod wgpu {
         eprintln!("autotune in this build: {tuned}");
     }
 
+    #[test]
+    fn fixed_order_functions_match_burns_on_wgpu() {
+        fixed_order_functions_match_burns(&common::vulkan());
+    }
+
+    /// Burn's full `sum()` of 4 Mi floats gives more than one result across 5 processes × 6
+    /// repeats (its partial sums meet in float atomics), the crate's fixed-order sum one.
+    #[test]
+    fn burn_sum_drifts_and_the_fixed_order_sum_does_not() {
+        let distinct = |kind: &str| {
+            let mut seen: Vec<String> = (0..5)
+                .flat_map(|_| values_of(&run_child(HELPER, &format!("wgpu/sum-{kind}")), "SUM"))
+                .collect();
+            assert_eq!(seen.len(), 30);
+            seen.sort();
+            seen.dedup();
+            seen.len()
+        };
+        let (burn, fixed) = (distinct("burn"), distinct("fixed"));
+        eprintln!("distinct sums in 30: Burn's {burn}, fixed-order {fixed}");
+        assert!(
+            burn > 1,
+            "Burn's sum did not drift: the control cannot fail"
+        );
+        assert_eq!(fixed, 1);
+    }
+
+    /// Burn 0.22.1's float `scatter` with `Add` (what the backward of `gather` and `select`
+    /// calls), 1 Mi values into 4 rows, gives more than one result across 5 processes × 3
+    /// repeats: a hazard of Burn 0.22 the crate has no rewrite for (no backend type to
+    /// decorate), listed in its contract.
+    #[test]
+    fn burn_scatter_add_drifts_across_processes() {
+        let mut seen: Vec<String> = (0..5)
+            .flat_map(|_| values_of(&run_child(HELPER, "wgpu/scatter-add"), "SCATTER"))
+            .collect();
+        assert_eq!(seen.len(), 15);
+        seen.sort();
+        seen.dedup();
+        eprintln!(
+            "plain wgpu scatter-add: {} distinct value(s) in 15",
+            seen.len()
+        );
+        assert!(
+            seen.len() > 1,
+            "Burn's scatter-add did not drift on this backend"
+        );
+    }
+
+    /// A training whose loss is a full sum and whose gradients are clipped by norm, both with
+    /// the crate's fixed-order functions: one loss sequence and one parameter hash in 5
+    /// processes. (Its control is the test above: Burn's own sum drifting on this backend.)
+    #[test]
+    fn a_sum_loss_training_with_fixed_order_functions_is_reproducible() {
+        let runs: Vec<(String, String)> = (0..5)
+            .map(|_| {
+                let stdout = run_child(HELPER, "wgpu/train-sum-loss");
+                (
+                    values_of(&stdout, "HASH")[0].clone(),
+                    values_of(&stdout, "LOSSES")[0].clone(),
+                )
+            })
+            .collect();
+        let losses: Vec<f64> = runs[0]
+            .1
+            .split(',')
+            .map(|l| l.parse().expect("a loss"))
+            .collect();
+        assert!(
+            losses[STEPS - 1] < 0.9 * losses[0],
+            "the loss did not fall: {losses:?}"
+        );
+        for run in &runs[1..] {
+            assert_eq!(run, &runs[0], "5 processes trained differently");
+        }
+    }
+
     /// The negative control of the comparisons above: on the same backend and build, a plain
     /// op that ends in float atomics gives different bits across 5 processes × 3 repeats.
     /// (With Burn's default features the full `sum()` is no such control any more: autotune
@@ -369,6 +575,11 @@ mod wgpu {
 
 mod flex {
     use super::*;
+
+    #[test]
+    fn fixed_order_functions_match_burns_on_flex() {
+        fixed_order_functions_match_burns(&common::flex());
+    }
 
     #[test]
     fn burn_own_backward_panics_for_lanczos3() {

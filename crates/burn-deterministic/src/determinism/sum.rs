@@ -10,10 +10,9 @@
 use burn_backend::tensor::FloatTensor;
 use burn_backend::{Backend, Shape, Slice, TensorMetadata};
 
-/// Elements each output of one level adds in sequence. 4096 keeps a level's outputs numerous
-/// enough to fill a GPU for large tensors (1 Mi elements: 256 outputs) and a sequence short
-/// enough that one unit finishes fast; a 2³² element tensor needs three levels.
-pub(crate) const CHUNK: usize = 4096;
+/// Elements each output of one level adds in sequence (the engine's, shared with the Burn 0.22
+/// front door's fixed-order sum).
+pub(crate) const CHUNK: usize = burn_deterministic_core::FIXED_ORDER_ROW;
 
 /// `sum(tensor)` as a fixed tree of `float_sum_dim` calls, shape `[1]` like `B::float_sum`.
 ///
