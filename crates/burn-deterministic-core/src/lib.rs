@@ -15,7 +15,8 @@
 //! - [`Cost`] and [`AxisEstimate`]: the one count of bytes and multiply-adds; [`BandPolicy`]
 //!   and [`height_first`]: the layout and pass-order choices made from it;
 //! - [`WeightCache`]: built maps kept per geometry, bounded;
-//! - [`ResizeError`]: what a resize refuses, the one error both front doors return.
+//! - [`ResizeError`]: what a resize refuses, the one error both front doors return;
+//! - [`config`]: the one configuration both front doors read (scoped, process, environment).
 //!
 //! **Not a stable API.** This crate is an implementation detail of the front doors, which
 //! depend on it with an exact version; its items may change in any release.
@@ -33,6 +34,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod cache;
+pub mod config;
 mod cost;
 mod error;
 mod geometry;

@@ -109,7 +109,8 @@ fn bench_device(c: &mut Criterion, name: &str, device: &Device) {
 /// band's saving of multiply-adds, changes.
 #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
 fn bench_adjoint_layouts(c: &mut Criterion, name: &str, device: &Device, size: usize) {
-    use burn_deterministic_tensor::extension::{try_interpolate_with, AdjointLayout};
+    use burn_deterministic_tensor::extension::try_interpolate;
+    use burn_deterministic_tensor::{with_config, DeterministicConfig, WeightLayout};
     let planes = layout_planes(size);
     let x = tensor(
         &uniform(3, planes * size * size),
@@ -128,11 +129,17 @@ fn bench_adjoint_layouts(c: &mut Criterion, name: &str, device: &Device, size: u
     let options =
         InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([4 * size, 4 * size]);
     let dense: Resize = |x, options| {
-        try_interpolate_with(x, options, AdjointLayout::Dense).expect("a valid resize")
+        let dense = DeterministicConfig::default().with_layout(WeightLayout::Dense);
+        with_config(dense, || try_interpolate(x, options))
+            .expect("a valid configuration")
+            .expect("a valid resize")
     };
     let banded: Resize = |x, options| {
-        let block_size = core::num::NonZeroUsize::new(layout_block()).expect("a block > 0");
-        try_interpolate_with(x, options, AdjointLayout::Banded { block_size })
+        let banded = DeterministicConfig::default()
+            .with_layout(WeightLayout::Banded)
+            .with_block_size(layout_block());
+        with_config(banded, || try_interpolate(x, options))
+            .expect("a valid configuration")
             .expect("a valid resize")
     };
     let step = |resize: Resize| {

@@ -73,6 +73,13 @@ mod module;
 mod separable;
 mod weights;
 
+/// The configuration, shared with the Burn 0.21 decorator (`burn-deterministic`): the layout of
+/// the backward's maps, the weight and cache limits and `strict` apply here; `policy`, `modes`
+/// and `fixed_order_ops` decide what the decorator takes over and do not (these functions are
+/// called explicitly). Read the same way: a [`with_config`] scope, else [`set_config`]'s, else
+/// the `BURN_DETERMINISTIC_CONFIG` environment variable, else the defaults.
+pub use burn_deterministic_core::config;
+pub use config::{set_config, with_config, ConfigError, DeterministicConfig, WeightLayout};
 pub use error::{Axis, ResizeError};
 pub use module::{Interpolate2d, Interpolate2dConfig};
 pub use separable::{cache_stats, reset_cache, CacheStats};

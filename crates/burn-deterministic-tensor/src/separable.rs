@@ -4,6 +4,7 @@
 //! matmuls, so the backward is `dx[n, c] = Whᵀ · g[n, c] · Ww` — the exact adjoint, as GEMMs
 //! of the backend, with no atomics and no accumulation order left to a scheduler.
 
+use crate::config::DeterministicConfig;
 use crate::weights::read_axis;
 use crate::{Axis, ResizeError};
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
@@ -18,12 +19,6 @@ use std::any::TypeId;
 pub use burn_deterministic_core::CacheStats;
 
 static CACHE: WeightCache = WeightCache::new();
-
-/// The engine's defaults, the same as the Burn 0.21 front door's configuration defaults.
-const CACHE_MAX_ENTRIES: usize = burn_deterministic_core::DEFAULT_CACHE_MAX_ENTRIES;
-const CACHE_MAX_BYTES: u64 = burn_deterministic_core::DEFAULT_CACHE_MAX_BYTES;
-/// The largest single weight map built (bytes).
-pub(crate) const MAX_MATRIX_BYTES: u64 = burn_deterministic_core::DEFAULT_MAX_WEIGHT_BYTES;
 
 /// The weight cache's counters (hits, misses, bytes held, ...).
 pub fn cache_stats() -> CacheStats {
@@ -45,14 +40,14 @@ pub(crate) struct AxisSizes {
 
 impl AxisSizes {
     /// The error for weights of this axis over the byte limit.
-    fn too_large(self, layout: Layout, bytes: u64) -> ResizeError {
+    fn too_large(self, layout: Layout, bytes: u64, limit: u64) -> ResizeError {
         ResizeError::WeightsTooLarge {
             axis: self.axis,
             input: self.input,
             output: self.output,
             layout: Some(layout),
             bytes,
-            limit: MAX_MATRIX_BYTES,
+            limit,
         }
     }
 
@@ -75,6 +70,7 @@ pub(crate) fn axis_maps(
     let [_, _, h, w] = x.dims();
     let [p, q] = crate::error::output_size(x.dims(), options)?;
     let (device, dtype) = (x.device(), x.dtype());
+    let config = crate::config::current();
     Ok(AxisMaps {
         output: [p, q],
         height: axis_matrix(
@@ -86,6 +82,7 @@ pub(crate) fn axis_maps(
             options,
             dtype,
             &device,
+            &config,
         )?,
         width: axis_matrix(
             AxisSizes {
@@ -96,6 +93,7 @@ pub(crate) fn axis_maps(
             options,
             dtype,
             &device,
+            &config,
         )?,
     })
 }
@@ -132,19 +130,22 @@ pub(crate) fn axis_matrix(
     options: &InterpolateOptions,
     dtype: DType,
     device: &Device,
+    config: &DeterministicConfig,
 ) -> Result<Tensor<2>, ResizeError> {
     let AxisSizes { input, output, .. } = sizes;
     let bytes = (input as u64)
         .checked_mul(output as u64)
         .and_then(|n| n.checked_mul(dtype.size() as u64));
-    if bytes.is_none_or(|bytes| bytes > MAX_MATRIX_BYTES) {
-        return Err(sizes.too_large(Layout::Dense, bytes.unwrap_or(u64::MAX)));
+    let limit = config.max_weight_bytes;
+    if bytes.is_none_or(|bytes| bytes > limit) {
+        return Err(sizes.too_large(Layout::Dense, bytes.unwrap_or(u64::MAX), limit));
     }
     cached(
         sizes,
         options,
         dtype,
         device,
+        config,
         Layout::Dense,
         |weights, device| {
             let bytes = product(&[input, output, dtype.size()]);
@@ -163,27 +164,36 @@ pub(crate) fn adjoint_band(
     options: &InterpolateOptions,
     dtype: DType,
     device: &Device,
+    config: &DeterministicConfig,
     block_size: usize,
     estimate: &AxisEstimate,
 ) -> Result<AdjointBand, ResizeError> {
     let AxisSizes { input, output, .. } = sizes;
     let layout = Layout::Banded { block_size };
     let bytes = estimate.peak_bytes(layout, dtype.size());
-    if bytes > MAX_MATRIX_BYTES {
-        return Err(sizes.too_large(layout, bytes));
+    if bytes > config.max_weight_bytes {
+        return Err(sizes.too_large(layout, bytes, config.max_weight_bytes));
     }
-    cached(sizes, options, dtype, device, layout, |weights, device| {
-        let (_, adjoint) = band_shapes(block_size, input, output, &weights.supports());
-        let entries = adjoint.entries(|i, o| weights.get(o, i));
-        let dims = [adjoint.blocks, adjoint.block, adjoint.width];
-        let band = AdjointBand {
-            // Exact in `dtype`, as the dense map's entries.
-            weights: Tensor::from_data(TensorData::new(entries, dims), (device, dtype)),
-            shape: std::sync::Arc::new(adjoint),
-        };
-        let bytes = band_entries(&band.shape).saturating_mul(dtype.size() as u64);
-        (band, bytes)
-    })
+    cached(
+        sizes,
+        options,
+        dtype,
+        device,
+        config,
+        layout,
+        |weights, device| {
+            let (_, adjoint) = band_shapes(block_size, input, output, &weights.supports());
+            let entries = adjoint.entries(|i, o| weights.get(o, i));
+            let dims = [adjoint.blocks, adjoint.block, adjoint.width];
+            let band = AdjointBand {
+                // Exact in `dtype`, as the dense map's entries.
+                weights: Tensor::from_data(TensorData::new(entries, dims), (device, dtype)),
+                shape: std::sync::Arc::new(adjoint),
+            };
+            let bytes = band_entries(&band.shape).saturating_mul(dtype.size() as u64);
+            (band, bytes)
+        },
+    )
 }
 
 /// [`adjoint_band`]'s result.
@@ -202,6 +212,7 @@ fn cached<V: Clone + Send + Sync + 'static>(
     options: &InterpolateOptions,
     dtype: DType,
     device: &Device,
+    config: &DeterministicConfig,
     layout: Layout,
     build: impl FnOnce(&AxisWeights, &Device) -> (V, u64),
 ) -> Result<V, ResizeError> {
@@ -217,7 +228,8 @@ fn cached<V: Clone + Send + Sync + 'static>(
         resampling,
         layout,
     );
-    CACHE.get_or_build(key, CACHE_MAX_ENTRIES, CACHE_MAX_BYTES, || {
+    let (max_entries, max_bytes) = (config.cache_max_entries, config.cache_max_bytes);
+    CACHE.get_or_build(key, max_entries, max_bytes, || {
         match read_axis(sizes, resampling, options, dtype, device) {
             Ok(weights) => {
                 let (map, bytes) = build(&weights, device);

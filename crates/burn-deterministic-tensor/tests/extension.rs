@@ -8,12 +8,12 @@ mod common;
 
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{DType, Device, Tensor};
-use burn_deterministic_tensor::extension::{self, AdjointLayout};
+use burn_deterministic_tensor::extension;
+use burn_deterministic_tensor::{with_config, DeterministicConfig, WeightLayout};
 use common::{
     bits_hash, check_golden, max_scaled_error, tensor, uniform, values, FLEX_MODES, GOLDEN_CASES,
     SIZES,
 };
-use core::num::NonZeroUsize;
 
 #[test]
 fn golden_flex_every_case() {
@@ -100,14 +100,31 @@ fn bad_options_are_refused_by_name() {
     );
 }
 
-fn banded(block_size: usize) -> AdjointLayout {
-    AdjointLayout::Banded {
-        block_size: NonZeroUsize::new(block_size).expect("a block size of at least 1"),
-    }
+/// The adjoint's layouts, as configurations: `auto` (the default), dense, banded.
+fn auto_layout() -> DeterministicConfig {
+    DeterministicConfig::default()
 }
 
-fn with_layout(x: Tensor<4>, options: InterpolateOptions, layout: AdjointLayout) -> Tensor<4> {
-    extension::try_interpolate_with(x, options, layout).expect("a valid resize")
+fn dense_layout() -> DeterministicConfig {
+    DeterministicConfig::default().with_layout(WeightLayout::Dense)
+}
+
+fn banded(block_size: usize) -> DeterministicConfig {
+    DeterministicConfig::default()
+        .with_layout(WeightLayout::Banded)
+        .with_block_size(block_size)
+}
+
+/// Mechanism (b) with the adjoint's layout set by `layout` (a configuration scope around the
+/// forward, which reads the maps for the backward).
+fn with_layout(
+    x: Tensor<4>,
+    options: InterpolateOptions,
+    layout: DeterministicConfig,
+) -> Tensor<4> {
+    with_config(layout, || extension::try_interpolate(x, options))
+        .expect("a valid configuration")
+        .expect("a valid resize")
 }
 
 /// Blocks of 3 outputs: several blocks on every golden axis (the golden sizes are small).
@@ -146,7 +163,7 @@ fn gradient(
     x: &Tensor<4>,
     g: &Tensor<4>,
     options: &InterpolateOptions,
-    layout: AdjointLayout,
+    layout: DeterministicConfig,
 ) -> (String, Vec<f64>) {
     let x = x.clone().require_grad();
     let y = with_layout(x.clone(), options.clone(), layout);
@@ -182,7 +199,7 @@ fn check_banded_equals_dense(device: &Device, dtype: DType, tolerance: f64) {
                     dtype,
                     device,
                 );
-                let (y_dense, dx_dense) = gradient(&x, &g, &options, AdjointLayout::Dense);
+                let (y_dense, dx_dense) = gradient(&x, &g, &options, dense_layout());
                 for block_size in [1, 2, 3, 4, 5, 64] {
                     let (y, dx) = gradient(&x, &g, &options, banded(block_size));
                     assert_eq!(y, y_dense, "{options:?} {from:?}→{to:?}: forward");
@@ -199,12 +216,12 @@ fn check_banded_equals_dense(device: &Device, dtype: DType, tolerance: f64) {
 }
 
 #[test]
-fn flex_banded_adjoint_equals_dense() {
+fn flex_banded_adjoint_equals_dense_layout() {
     check_banded_equals_dense(&common::flex(), DType::F64, 1e-12);
 }
 
 #[test]
-fn wgpu_banded_adjoint_equals_dense() {
+fn wgpu_banded_adjoint_equals_dense_layout() {
     check_banded_equals_dense(&common::vulkan(), DType::F32, 1e-6);
 }
 
@@ -242,7 +259,7 @@ fn exact_band_keeps_a_nan_gradient_to_its_taps() {
         );
         let (_, exact) = gradient(&x, &nan, &options, banded(1));
         assert_eq!(non_finite(&exact), taps, "{options:?}: exact windows");
-        let (_, dense) = gradient(&x, &nan, &options, AdjointLayout::Dense);
+        let (_, dense) = gradient(&x, &nan, &options, dense_layout());
         assert!(
             non_finite(&dense).len() > taps.len(),
             "{options:?}: the dense control did not spread the NaN"
@@ -274,9 +291,9 @@ fn auto_layout_bands_large_axes_only() {
         let g = tensor(&g, [1, 1, 2, 4 * width], DType::F32, &device);
         let spread = |layout| non_finite(&gradient(&x, &g, &options, layout).1).len();
         (
-            spread(AdjointLayout::Auto),
+            spread(auto_layout()),
             spread(banded(64)),
-            spread(AdjointLayout::Dense),
+            spread(dense_layout()),
         )
     };
     let (auto, band, dense) = spreads(1024, 2000, 6);
@@ -299,6 +316,6 @@ fn auto_layout_bands_large_axes_only() {
     g[77] = f64::NAN;
     let g = tensor(&g, [1, 1, 16, 16], DType::F32, &device);
     let spread = |layout| non_finite(&gradient(&x, &g, &small, layout).1).len();
-    assert_eq!(spread(AdjointLayout::Auto), spread(AdjointLayout::Dense));
-    assert!(spread(banded(1)) < spread(AdjointLayout::Dense));
+    assert_eq!(spread(auto_layout()), spread(dense_layout()));
+    assert!(spread(banded(1)) < spread(dense_layout()));
 }

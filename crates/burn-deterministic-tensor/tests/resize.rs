@@ -293,3 +293,50 @@ fn wgpu_forward_and_adjoint_match_burns_kernel_for_every_mode() {
         [1e-6, 1e-5],
     );
 }
+
+/// A 4 → 64 bilinear resize under a configuration whose weight limit it exceeds (64 × 4 f32
+/// weights = 1 KiB): refused, naming the configured limit.
+fn refused_by_the_weight_limit() -> bool {
+    let x = input(1, [4, 4], DType::F32, &Device::flex());
+    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([64, 64]);
+    matches!(
+        try_interpolate(x, options),
+        Err(ResizeError::WeightsTooLarge { limit: 512, .. })
+    )
+}
+
+/// The shared configuration, read as the Burn 0.21 decorator reads it: a scope on this thread,
+/// the process configuration, the environment variable (the last two in child processes).
+#[test]
+fn the_shared_configuration_is_read_scoped_process_wide_and_from_the_environment() {
+    use burn_deterministic_tensor::{with_config, DeterministicConfig};
+    let small = DeterministicConfig::default().with_max_weight_bytes(512);
+    assert!(with_config(small, refused_by_the_weight_limit).expect("a valid configuration"));
+    assert!(!refused_by_the_weight_limit(), "the scope ended");
+
+    let json = r#"{"max_weight_bytes": 512}"#;
+    let from_env = common::child_output_with(
+        "configuration_child",
+        "env",
+        &[("BURN_DETERMINISTIC_CONFIG", json)],
+    );
+    assert!(from_env.0, "{}\n{}", from_env.1, from_env.2);
+    assert_eq!(common::values_of(&from_env.1, "REFUSED"), ["true"]);
+    let process = common::child_output("configuration_child", "process");
+    assert!(process.0, "{}\n{}", process.1, process.2);
+    assert_eq!(common::values_of(&process.1, "REFUSED"), ["true"]);
+}
+
+#[test]
+#[ignore = "run by the configuration test in a child process"]
+fn configuration_child() {
+    let Some(case) = common::child_case() else {
+        return;
+    };
+    if case == "process" {
+        let small =
+            burn_deterministic_tensor::DeterministicConfig::default().with_max_weight_bytes(512);
+        burn_deterministic_tensor::set_config(small).expect("a valid configuration");
+    }
+    println!("REFUSED={}", refused_by_the_weight_limit());
+}

@@ -193,11 +193,14 @@ fn child_process_helper() {
         "ext" => burn_deterministic_tensor::extension::interpolate,
         #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
         "band" => |x, options| {
-            let layout = burn_deterministic_tensor::extension::AdjointLayout::Banded {
-                block_size: core::num::NonZeroUsize::new(3).expect("3 > 0"),
-            };
-            burn_deterministic_tensor::extension::try_interpolate_with(x, options, layout)
-                .expect("a valid resize")
+            let layout = burn_deterministic_tensor::DeterministicConfig::default()
+                .with_layout(burn_deterministic_tensor::WeightLayout::Banded)
+                .with_block_size(3);
+            burn_deterministic_tensor::with_config(layout, || {
+                burn_deterministic_tensor::extension::try_interpolate(x, options)
+            })
+            .expect("a valid configuration")
+            .expect("a valid resize")
         },
         other => panic!("unknown kind {other}"),
     };

@@ -57,7 +57,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod backend;
-pub mod config;
 pub mod determinism;
 mod device;
 #[cfg(feature = "distributed")]
@@ -70,6 +69,9 @@ pub mod resize;
 pub mod train;
 
 pub use backend::DeterministicBackend;
+/// Run-time configuration: what the decorator rewrites, and when (the engine's, shared with
+/// the Burn 0.22 front door).
+pub use burn_deterministic_core::config;
 /// Why a resize cannot be served: the engine's one error, shared with the Burn 0.22 front door.
 /// Burn's backend ops cannot return errors, so the decorator panics with its message at its
 /// entry, before any kernel runs; [`resize::check_resize`] returns it as a value.

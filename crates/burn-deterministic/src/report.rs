@@ -34,7 +34,6 @@ use burn_backend::Backend;
 use burn_deterministic_core::{Layout, Mode};
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// One thing the decorator computes differently from the inner backend.
@@ -274,11 +273,6 @@ struct DeviceCounts {
 /// Per `(backend type, device)`, in the order first seen.
 static COUNTS: Mutex<Vec<((&'static str, String), DeviceCounts)>> = Mutex::new(Vec::new());
 
-/// Whether a configuration scope ran ([`config::with_config`] sets it).
-pub(crate) static SCOPED: AtomicBool = AtomicBool::new(false);
-/// Whether [`config::set_config`] was called (it sets it).
-pub(crate) static SET_CONFIG: AtomicBool = AtomicBool::new(false);
-
 /// Counts `rewrite` on `device`: applied, or (`applied: false`) an op with an order hazard that
 /// the configuration left to `B`. One lock and one formatted device name per op rewritten: the
 /// rewritten ops are GEMM chains and tree reductions, many times that.
@@ -326,14 +320,14 @@ pub fn report() -> DeterminismReport {
             left_to_backend: sorted(&counts.left_to_backend),
         })
         .collect();
-    let environment = std::env::var_os(config::CONFIG_ENV_VAR).is_some();
+    let sources = config::sources();
     DeterminismReport {
         devices,
         configuration: ConfigurationReport {
-            environment,
+            environment: sources.environment,
             environment_error: config::environment_error().map(|e| e.to_string()),
-            set_config: SET_CONFIG.load(Ordering::Relaxed),
-            scoped: SCOPED.load(Ordering::Relaxed),
+            set_config: sources.set_config,
+            scoped: sources.scoped,
             process: config::process(),
         },
     }

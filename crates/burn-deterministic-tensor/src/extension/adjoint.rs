@@ -16,7 +16,7 @@ use core::ops::Range;
 use std::sync::Arc;
 
 /// How the backward multiplies by one axis' adjoint: what the tensor passed with it holds.
-/// (Plumbing of [`super::AdjointInterpolateBackend`]; [`super::try_interpolate_with`] builds it.)
+/// (Plumbing of [`super::AdjointInterpolateBackend`]; [`super::try_interpolate`] builds it.)
 // Public only because the backend-extension trait's methods take it; not part of the API.
 #[doc(hidden)]
 #[derive(Debug, Clone)]

@@ -1,7 +1,7 @@
 //! Mechanism (b): a Burn 0.22 backend extension. The forward is the selected backend's own
 //! `interpolate` kernel (Burn's output, bit for bit); the backward is a handwritten autodiff step,
 //! `dx[n, c] = Whᵀ · g[n, c] · Ww`, one pass per axis with the maps read for the forward's
-//! geometry, each dense or banded ([`AdjointLayout`]; the passes are in `adjoint.rs`). Burn's
+//! geometry, each dense or banded (by the configuration; the passes are in `adjoint.rs`). Burn's
 //! `#[backend_extension]` generates only the routing through its `Dispatch` enum; the `Autodiff`
 //! implementation below is what registers the adjoint.
 //!
@@ -22,13 +22,13 @@ use burn::backend::{backend_extension, Backend, Dispatch, DispatchDevice};
 use burn::tensor::ops::InterpolateOptions;
 use burn::tensor::{DType, Device, Tensor};
 use burn_deterministic_core::{AxisEstimate, BandPolicy, Layout};
-use core::num::NonZeroUsize;
 
+use crate::config::{DeterministicConfig, WeightLayout};
 use crate::error::output_size;
-use crate::separable::{adjoint_band, axis_matrix, resampling, AxisSizes, MAX_MATRIX_BYTES};
+use crate::separable::{adjoint_band, axis_matrix, resampling, AxisSizes};
 use crate::{Axis, ResizeError};
 
-// Public because Burn's `#[backend_extension]` routing needs it; call `try_interpolate_with`.
+// Public because Burn's `#[backend_extension]` routing needs it; call `try_interpolate`.
 #[doc(hidden)]
 #[backend_extension(Autodiff, Flex: cfg(feature = "extension-flex"), Cube: cfg(feature = "extension-wgpu"))]
 pub trait AdjointInterpolateBackend: Backend {
@@ -105,26 +105,6 @@ impl<B: Backend> Backward<B, 1> for AdjointBackward {
     }
 }
 
-/// How mechanism (b)'s backward stores each axis' adjoint map.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum AdjointLayout {
-    /// Per axis, banded where that saves at least 8× the dense multiply-adds (blocks of 64
-    /// outputs: the engine's [`BandPolicy::adjoint`], measured on this backward; the Burn 0.21
-    /// decorator's forward bar is 16×) or where the dense map would not fit; dense otherwise.
-    #[default]
-    Auto,
-    /// One `[output, input]` matrix per axis: one GEMM per axis.
-    Dense,
-    /// The band of `Wᵀ` laid out from blocks of `block_size` outputs (each block of inputs reads
-    /// only the outputs whose taps touch it): `taps × size` multiply-adds per axis instead of
-    /// `size²`. `block_size: 1` keeps windows exact: a non-finite gradient value reaches only
-    /// the inputs whose taps it touches.
-    Banded {
-        /// Inputs per block; `1` keeps windows exact.
-        block_size: NonZeroUsize,
-    },
-}
-
 /// [`crate::interpolate`] by mechanism (b): Burn's own forward kernel, this crate's adjoint as
 /// the backward. The same results as mechanism (a) to rounding (the forward is bit for bit
 /// Burn's), on flex and the CubeCL backends.
@@ -137,22 +117,19 @@ pub fn interpolate(x: Tensor<4>, options: InterpolateOptions) -> Tensor<4> {
 }
 
 /// [`interpolate`], with bad options, and a backend this mechanism does not route to (Burn's
-/// routing would panic), returned as an error before any kernel runs. The adjoint's layout is
-/// [`AdjointLayout::Auto`].
+/// routing would panic), returned as an error before any kernel runs.
+///
+/// The adjoint's layout per axis comes from the configuration ([`crate::config`]): `layout`
+/// dense or banded in blocks of `block_size`, or under `auto` banded where that saves at least
+/// 8× the dense multiply-adds ([`BandPolicy::adjoint`], measured on this backward; the Burn 0.21
+/// decorator's bar is `banded_min_gain`) or where the dense map would not fit in
+/// `max_weight_bytes`. The layout changes the gradient's rounding only (the same weights,
+/// summed in other groups), never its determinism; the forward is Burn's kernel either way.
+/// `block_size: 1` keeps windows exact: a non-finite gradient value reaches only the inputs
+/// whose taps it touches.
 pub fn try_interpolate(
     x: Tensor<4>,
     options: InterpolateOptions,
-) -> Result<Tensor<4>, ResizeError> {
-    try_interpolate_with(x, options, AdjointLayout::Auto)
-}
-
-/// [`try_interpolate`] with the adjoint's layout chosen by the caller. The layout changes the
-/// gradient's rounding only (the same weights, summed in other groups), never its determinism;
-/// the forward is Burn's kernel either way.
-pub fn try_interpolate_with(
-    x: Tensor<4>,
-    options: InterpolateOptions,
-    layout: AdjointLayout,
 ) -> Result<Tensor<4>, ResizeError> {
     let device = x.device().inner();
     if !routed(device.as_dispatch()) {
@@ -176,8 +153,9 @@ pub fn try_interpolate_with(
         input: w,
         output: q,
     };
-    let (height, height_layout) = axis_map(height, &options, dtype, &device, layout)?;
-    let (width, width_layout) = axis_map(width, &options, dtype, &device, layout)?;
+    let config = crate::config::current();
+    let (height, height_layout) = axis_map(height, &options, dtype, &device, &config)?;
+    let (width, width_layout) = axis_map(width, &options, dtype, &device, &config)?;
     #[cfg(feature = "autotune-check")]
     crate::autotune::announce_once(&device);
     let options = InterpolateOptions {
@@ -196,37 +174,37 @@ pub fn try_interpolate_with(
     ))
 }
 
-/// One axis' map for the backward, in the layout `requested` resolves to, with that layout.
+/// One axis' map for the backward, in the layout `config` gives it, with that layout.
 fn axis_map(
     sizes: AxisSizes,
     options: &InterpolateOptions,
     dtype: DType,
     device: &Device,
-    requested: AdjointLayout,
+    config: &DeterministicConfig,
 ) -> Result<(FloatTensor<Dispatch>, AxisAdjoint), ResizeError> {
-    // The axis' cost estimate, for the layouts that need one (built once: it lists every
-    // output's taps).
-    let estimate = || {
-        AxisEstimate::new(sizes.input, sizes.output, resampling(options)).ok_or(sizes.host_memory())
-    };
-    let banded = match requested {
-        AdjointLayout::Dense => None,
-        AdjointLayout::Banded { block_size } => Some((block_size.get(), estimate()?)),
-        AdjointLayout::Auto => {
-            let estimate = estimate()?;
-            let dense_bytes = estimate.cost(Layout::Dense, dtype.size()).kept_bytes;
-            let policy = BandPolicy::adjoint();
-            let banded = policy.saves(&estimate, dtype.size()) || dense_bytes > MAX_MATRIX_BYTES;
-            banded.then_some((policy.block_size, estimate))
+    let banded = match config.layout {
+        WeightLayout::Dense => None,
+        _ => {
+            // The axis' cost estimate (it lists every output's taps).
+            let estimate = AxisEstimate::new(sizes.input, sizes.output, resampling(options))
+                .ok_or(sizes.host_memory())?;
+            let adjoint_policy = BandPolicy {
+                block_size: config.block_size,
+                ..BandPolicy::adjoint()
+            };
+            match config.choose_layout(&estimate, dtype.size(), adjoint_policy) {
+                Layout::Banded { block_size } => Some((block_size, estimate)),
+                _ => None,
+            }
         }
     };
     Ok(match banded {
         None => {
-            let matrix = axis_matrix(sizes, options, dtype, device)?;
+            let matrix = axis_matrix(sizes, options, dtype, device, config)?;
             (matrix.into_dispatch(), AxisAdjoint::Dense)
         }
         Some((block_size, estimate)) => {
-            let band = adjoint_band(sizes, options, dtype, device, block_size, &estimate)?;
+            let band = adjoint_band(sizes, options, dtype, device, config, block_size, &estimate)?;
             (
                 band.weights.into_dispatch(),
                 AxisAdjoint::Banded(band.shape),

@@ -3,12 +3,12 @@
 //! axis' layout (dense or banded) with its weights within `max_weight_bytes`, by the cost model.
 
 use super::resampling;
-use crate::config::{self, DeterministicConfig, WeightLayout};
+use crate::config::{self, DeterministicConfig};
 use crate::{Axis, ResizeError};
 use burn_backend::ops::InterpolateOptions;
 use burn_backend::tensor::FloatTensor;
 use burn_backend::{Backend, DType, TensorMetadata};
-use burn_deterministic_core::{product, reading_bytes, AxisEstimate, BandPolicy, Layout};
+use burn_deterministic_core::{product, reading_bytes, AxisEstimate, Layout};
 
 /// Checks that `x` can be resized to `output_size` through the decorator under the
 /// configuration in effect on this thread, returning its dims `[N, C, H, W]`: the checks the
@@ -141,9 +141,6 @@ fn choose_layout(
     dtype: DType,
     config: &DeterministicConfig,
 ) -> Result<Layout, ResizeError> {
-    let banded = Layout::Banded {
-        block_size: config.block_size,
-    };
     // Every layout holds at least one weight per output and one per input (and reading them
     // off the kernel, a response of that size): refuse what cannot fit before estimating,
     // which allocates per output.
@@ -164,23 +161,8 @@ fn choose_layout(
             input,
             output,
         })?;
-    let fits = |layout| estimate.peak_bytes(layout, dtype.size()) <= config.max_weight_bytes;
-    let choice = match config.layout {
-        WeightLayout::Dense => Layout::Dense,
-        WeightLayout::Banded => banded,
-        WeightLayout::Auto => {
-            let policy = BandPolicy {
-                block_size: config.block_size,
-                min_gain: config.banded_min_gain,
-            };
-            if policy.saves(&estimate, dtype.size()) || !fits(Layout::Dense) {
-                banded
-            } else {
-                Layout::Dense
-            }
-        }
-    };
-    if fits(choice) {
+    let choice = config.choose_layout(&estimate, dtype.size(), config.band_policy());
+    if estimate.peak_bytes(choice, dtype.size()) <= config.max_weight_bytes {
         return Ok(choice);
     }
     let bytes = estimate.peak_bytes(choice, dtype.size());

@@ -135,7 +135,7 @@ fn takes_over<B: Backend>(
     device: &B::Device,
 ) -> bool {
     config.policy != RewritePolicy::Never
-        && (config.modes.contains(&options.mode)
+        && (config.modes.contains(resampling(options).mode)
             || !crate::device_profile(device)
                 .interpolate_kernels
                 .has_backward(&options.mode))
@@ -212,11 +212,6 @@ mod owned {
 /// gradients (`DeterministicBackend<Autodiff<_>>`): the decorator cannot hand autodiff a
 /// backward, so there the forward must be built from ops autodiff can differentiate.
 pub(crate) fn rewrites_forward<B: Backend>(policy: RewritePolicy, device: &B::Device) -> bool {
-    match policy {
-        RewritePolicy::Never => false,
-        RewritePolicy::Always => true,
-        RewritePolicy::Auto => {
-            crate::device_profile(device).kind == DeviceKind::Accelerator || B::ad_enabled(device)
-        }
-    }
+    let accelerator = crate::device_profile(device).kind == DeviceKind::Accelerator;
+    policy.rewrites_forward(accelerator, B::ad_enabled(device))
 }

@@ -1,4 +1,9 @@
-//! Run-time configuration: what the decorator rewrites, and when.
+//! Run-time configuration, one for both front doors: what is rewritten, and when.
+//!
+//! The Burn 0.21 decorator (`burn-deterministic`) reads every field. The Burn 0.22 functions
+//! (`burn-deterministic-tensor`) are called explicitly, so `policy`, `modes` and
+//! `fixed_order_ops`, which decide what the decorator takes over, do not apply there; the
+//! layout of the backward's maps, the weight and cache limits and `strict` do.
 //!
 //! The effective configuration is, in order of precedence:
 //! 1. the innermost [`with_config`] scope active on the current thread (tests, benchmarks);
@@ -13,9 +18,10 @@
 //!  "cache_max_entries": 64, "cache_max_bytes": 268435456, "fixed_order_ops": true, "strict": false}
 //! ```
 
-use burn_deterministic_core::BandPolicy;
+use crate::{AxisEstimate, BandPolicy, Layout, Mode};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::RwLock;
 
 /// Name of the environment variable read when no process configuration was set.
@@ -46,7 +52,7 @@ pub enum RewritePolicy {
 pub struct ModeSet {
     /// Nearest. Off by default: where the backend has a nearest backward it is a deterministic
     /// gather, and its forward a cheap copy. Where it has none (Candle), the decorator takes
-    /// nearest over anyway (see [`crate::InterpolateKernels`]).
+    /// nearest over anyway (its device profile declares the backend's kernels).
     pub nearest: bool,
     /// Bilinear (on by default).
     pub bilinear: bool,
@@ -78,14 +84,13 @@ impl ModeSet {
         }
     }
 
-    /// Whether `mode` is taken over.
-    pub fn contains(&self, mode: &burn_backend::ops::InterpolateMode) -> bool {
-        use burn_backend::ops::InterpolateMode::*;
+    /// Whether `mode` is taken over (nearest-exact, a Burn 0.22 mode, with nearest).
+    pub fn contains(&self, mode: Mode) -> bool {
         match mode {
-            Nearest => self.nearest,
-            Bilinear => self.bilinear,
-            Bicubic => self.bicubic,
-            Lanczos3 => self.lanczos3,
+            Mode::Nearest | Mode::NearestExact => self.nearest,
+            Mode::Bilinear => self.bilinear,
+            Mode::Bicubic => self.bicubic,
+            Mode::Lanczos3 => self.lanczos3,
         }
     }
 }
@@ -115,7 +120,7 @@ pub enum WeightLayout {
 /// are checked where it takes effect: [`set_config`] and [`with_config`] refuse an invalid one.
 ///
 /// ```rust
-/// use burn_deterministic::{DeterministicConfig, RewritePolicy, WeightLayout};
+/// use burn_deterministic_core::config::{DeterministicConfig, RewritePolicy, WeightLayout};
 ///
 /// let config = DeterministicConfig::default()
 ///     .with_policy(RewritePolicy::Always)
@@ -136,8 +141,8 @@ pub struct DeterministicConfig {
     /// Outputs per block of the banded layout (≥ 1). Default 64.
     pub block_size: usize,
     /// `auto` layout: banded when `dense MACs ≥ banded_min_gain × banded MACs` (> 0). Default
-    /// 16 (why: [`burn_deterministic_core::BandPolicy`], the engine's defaults, shared with the
-    /// Burn 0.22 front door).
+    /// 16 (why: [`BandPolicy`]). The Burn 0.22 extension, whose maps serve the backward only,
+    /// bands from [`BandPolicy::adjoint`]'s measured 8 instead.
     pub banded_min_gain: f64,
     /// Bytes one axis' weights may take while built and kept, in the chosen layout. A resize
     /// that cannot fit is refused with [`crate::ResizeError::WeightsTooLarge`] before any
@@ -148,7 +153,7 @@ pub struct DeterministicConfig {
     /// Weight cache bound in bytes. Default 256 MiB.
     pub cache_max_bytes: u64,
     /// Replace the ops whose native kernel adds in a varying order on the device (full sums,
-    /// `scatter_nd` with repeated indices; see [`crate::determinism`]) by fixed-order
+    /// `scatter_nd` with repeated indices; the Burn 0.21 decorator's `determinism`) by fixed-order
     /// compositions of the inner backend's ops. Default `true`; `false` forwards them to `B`.
     pub fixed_order_ops: bool,
     /// Refuse to run where bits can still depend on something outside the computation: on a
@@ -165,9 +170,9 @@ impl Default for DeterministicConfig {
             layout: WeightLayout::Auto,
             block_size: BandPolicy::default().block_size,
             banded_min_gain: BandPolicy::default().min_gain,
-            max_weight_bytes: burn_deterministic_core::DEFAULT_MAX_WEIGHT_BYTES,
-            cache_max_entries: burn_deterministic_core::DEFAULT_CACHE_MAX_ENTRIES,
-            cache_max_bytes: burn_deterministic_core::DEFAULT_CACHE_MAX_BYTES,
+            max_weight_bytes: crate::DEFAULT_MAX_WEIGHT_BYTES,
+            cache_max_entries: crate::DEFAULT_CACHE_MAX_ENTRIES,
+            cache_max_bytes: crate::DEFAULT_CACHE_MAX_BYTES,
             fixed_order_ops: true,
             strict: false,
         }
@@ -246,7 +251,7 @@ impl DeterministicConfig {
     /// Parses a JSON configuration; unknown fields are an error, missing ones take defaults.
     ///
     /// ```rust
-    /// use burn_deterministic::{ConfigError, DeterministicConfig};
+    /// use burn_deterministic_core::config::{ConfigError, DeterministicConfig};
     ///
     /// let config = DeterministicConfig::from_json(r#"{"layout": "banded"}"#).unwrap();
     /// assert_eq!(config.block_size, DeterministicConfig::default().block_size);
@@ -380,7 +385,84 @@ impl DeterministicConfig {
     }
 }
 
+impl RewritePolicy {
+    /// Whether the forward is computed with matmuls, on a device that is an accelerator or
+    /// not, by a backend that records gradients (autodiff inside the decorator) or not.
+    ///
+    /// `Auto` keeps the native forward on CPU devices, except where the backend records
+    /// gradients: the decorator cannot hand autodiff a backward, so there the forward must be
+    /// built from ops autodiff can differentiate.
+    pub fn rewrites_forward(self, accelerator: bool, records_gradients: bool) -> bool {
+        match self {
+            Self::Never => false,
+            Self::Always => true,
+            Self::Auto => accelerator || records_gradients,
+        }
+    }
+}
+
+impl DeterministicConfig {
+    /// The `auto` layout's policy: blocks of `block_size`, banded from `banded_min_gain`.
+    pub fn band_policy(&self) -> BandPolicy {
+        BandPolicy {
+            block_size: self.block_size,
+            min_gain: self.banded_min_gain,
+        }
+    }
+
+    /// The layout of one axis' map whose cost is `estimate` (elements of `dtype_size` bytes):
+    /// `layout` dense or banded as set, or under `auto` banded where `auto_policy` says the band
+    /// saves enough or the dense map would not fit in `max_weight_bytes`. The caller checks that
+    /// the choice fits.
+    pub fn choose_layout(
+        &self,
+        estimate: &AxisEstimate,
+        dtype_size: usize,
+        auto_policy: BandPolicy,
+    ) -> Layout {
+        let banded = Layout::Banded {
+            block_size: self.block_size,
+        };
+        match self.layout {
+            WeightLayout::Dense => Layout::Dense,
+            WeightLayout::Banded => banded,
+            WeightLayout::Auto => {
+                let dense_fits =
+                    estimate.peak_bytes(Layout::Dense, dtype_size) <= self.max_weight_bytes;
+                if auto_policy.saves(estimate, dtype_size) || !dense_fits {
+                    auto_policy.banded()
+                } else {
+                    Layout::Dense
+                }
+            }
+        }
+    }
+}
+
 static PROCESS_CONFIG: RwLock<Option<DeterministicConfig>> = RwLock::new(None);
+static SET_CONFIG_CALLED: AtomicBool = AtomicBool::new(false);
+static SCOPE_USED: AtomicBool = AtomicBool::new(false);
+
+/// Where this process's configuration came from so far (for a determinism report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConfigSources {
+    /// [`set_config`] was called.
+    pub set_config: bool,
+    /// A [`with_config`] scope ran.
+    pub scoped: bool,
+    /// [`CONFIG_ENV_VAR`] is set.
+    pub environment: bool,
+}
+
+/// Where this process's configuration came from so far.
+pub fn sources() -> ConfigSources {
+    ConfigSources {
+        set_config: SET_CONFIG_CALLED.load(Ordering::Relaxed),
+        scoped: SCOPE_USED.load(Ordering::Relaxed),
+        environment: std::env::var_os(CONFIG_ENV_VAR).is_some(),
+    }
+}
 
 thread_local! {
     static SCOPED: RefCell<Vec<DeterministicConfig>> = const { RefCell::new(Vec::new()) };
@@ -391,7 +473,7 @@ thread_local! {
 pub fn set_config(config: DeterministicConfig) -> Result<(), ConfigError> {
     config.validate()?;
     *PROCESS_CONFIG.write().unwrap_or_else(|e| e.into_inner()) = Some(config);
-    crate::report::SET_CONFIG.store(true, std::sync::atomic::Ordering::Relaxed);
+    SET_CONFIG_CALLED.store(true, Ordering::Relaxed);
     Ok(())
 }
 
@@ -416,7 +498,7 @@ pub fn current() -> DeterministicConfig {
 
 /// The process configuration: [`set_config`]'s, else the environment variable's, else the
 /// default (read, and an invalid variable reported, once).
-pub(crate) fn process() -> DeterministicConfig {
+pub fn process() -> DeterministicConfig {
     if let Some(config) = PROCESS_CONFIG
         .read()
         .unwrap_or_else(|e| e.into_inner())
@@ -430,7 +512,7 @@ pub(crate) fn process() -> DeterministicConfig {
         Err(error) => {
             eprintln!(
                 "burn-deterministic: {error}; running with the default configuration \
-                 (burn_deterministic::config::environment_error() returns this error)"
+                 (config::environment_error() returns this error)"
             );
             DeterministicConfig::default()
         }
@@ -460,7 +542,7 @@ pub fn with_config<R>(
         }
     }
     SCOPED.with(|s| s.borrow_mut().push(config));
-    crate::report::SCOPED.store(true, std::sync::atomic::Ordering::Relaxed);
+    SCOPE_USED.store(true, Ordering::Relaxed);
     let _pop = Pop;
     Ok(f())
 }
