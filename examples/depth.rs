@@ -21,19 +21,17 @@ use burn::config::Config;
 use burn::data::dataset::Dataset;
 use burn::module::Module;
 use burn::optim::AdamConfig;
-use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::AutodiffBackend;
-use burn::train::checkpoint::KeepLastNCheckpoints;
 use burn::train::logger::FileMetricLogger;
 use burn::train::{Learner, SupervisedTraining};
-use burn_deterministic::train::{parameter_hash, PlainProgress};
+use burn_deterministic::train::parameter_hash;
 use burn_deterministic::DeterministicBackend;
 use burn_deterministic_suite::example_support::devices::{
     cpu_devices, training_strategy, BackendChoice,
 };
 use burn_deterministic_suite::example_support::flow::run_example;
 use burn_deterministic_suite::example_support::run_config::{
-    in_memory, CommonArgs, RunConfig, Samples,
+    checkpointed_and_rendered, in_memory, CommonArgs, RunConfig, Samples,
 };
 use burn_deterministic_suite::example_support::run_log::{CurveLogger, Trained};
 use burn_deterministic_vision::data::{DepthSample, SyntheticDepth};
@@ -42,7 +40,6 @@ use burn_deterministic_vision::metrics::DepthAccumulator;
 use burn_deterministic_vision::models::DepthNet;
 use burn_deterministic_vision::train::{DepthMetric, DepthStatistic, EpochLoss};
 use clap::Parser;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -137,21 +134,8 @@ pub fn train<B: AutodiffBackend>(
         .metric_valid_numeric(DepthMetric::new(DepthStatistic::Rmse))
         .with_training_strategy(training_strategy(devices))
         .num_epochs(run.epochs)
-        // Checkpoints in full precision: `CompactRecorder`, the usual choice, stores half floats,
-        // and a resumed run would not continue from the same bits.
-        .with_file_checkpointer(NamedMpkFileRecorder::<FullPrecisionSettings>::new())
-        .with_checkpointing_strategy(KeepLastNCheckpoints::new(2))
         .summary();
-    let training = match resume_after {
-        Some(epoch) => training.checkpoint(epoch),
-        None => training,
-    };
-    // burn-train's dashboard in a terminal; elsewhere (a log, a file) a few lines per epoch.
-    let training = if std::io::stdout().is_terminal() {
-        training
-    } else {
-        training.renderer(PlainProgress::new())
-    };
+    let training = checkpointed_and_rendered(training, resume_after);
     let learner = Learner::new(model, config.optimizer.init(), run.learning_rate);
 
     let start = Instant::now();

@@ -4,9 +4,16 @@
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataloader::{DataLoader, DataLoaderBuilder};
 use burn::data::dataset::{Dataset, InMemDataset};
+use burn::module::AutodiffModule;
+use burn::optim::lr_scheduler::LrScheduler;
+use burn::optim::Optimizer;
+use burn::record::{FullPrecisionSettings, NamedMpkFileRecorder};
 use burn::tensor::backend::AutodiffBackend;
-use burn_deterministic::train::ResumableLoader;
+use burn::train::checkpoint::KeepLastNCheckpoints;
+use burn::train::{InferenceStep, LearningComponentsMarker, SupervisedTraining, TrainStep};
+use burn_deterministic::train::{PlainProgress, ResumableLoader};
 use burn_deterministic_vision::train::{HorizontalFlip, RandomFlip, SampleBatcher};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -124,6 +131,35 @@ impl RunConfig {
             .set_device(device.clone())
             .build(valid);
         (loader_train, loader_valid)
+    }
+}
+
+/// What both training examples add to their `SupervisedTraining`: checkpoints of the last two
+/// epochs in full precision (`CompactRecorder`, the usual choice, stores half floats, and a
+/// resumed run would not continue from the same bits), the epoch to resume after, and without
+/// a terminal (a log, a file) the library's `PlainProgress` instead of burn-train's dashboard.
+pub fn checkpointed_and_rendered<B, LR, M, O>(
+    training: SupervisedTraining<LearningComponentsMarker<B, LR, M, O>>,
+    resume_after: Option<usize>,
+) -> SupervisedTraining<LearningComponentsMarker<B, LR, M, O>>
+where
+    B: AutodiffBackend,
+    LR: LrScheduler + 'static,
+    M: TrainStep + AutodiffModule<B> + core::fmt::Display + 'static,
+    M::InnerModule: InferenceStep,
+    O: Optimizer<M, B> + 'static,
+{
+    let training = training
+        .with_file_checkpointer(NamedMpkFileRecorder::<FullPrecisionSettings>::new())
+        .with_checkpointing_strategy(KeepLastNCheckpoints::new(2));
+    let training = match resume_after {
+        Some(epoch) => training.checkpoint(epoch),
+        None => training,
+    };
+    if std::io::stdout().is_terminal() {
+        training
+    } else {
+        training.renderer(PlainProgress::new())
     }
 }
 

@@ -327,6 +327,18 @@ fn fixed_order_functions_match_burns(device: &Device) {
     }
 }
 
+/// How many distinct values of `key` the child `case` prints over 5 new processes, which must
+/// print `expected` values in all.
+fn distinct_across_processes(case: &str, key: &str, expected: usize) -> usize {
+    let mut seen: Vec<String> = (0..5)
+        .flat_map(|_| values_of(&run_child(HELPER, case), key))
+        .collect();
+    assert_eq!(seen.len(), expected, "{case}: values printed");
+    seen.sort();
+    seen.dedup();
+    seen.len()
+}
+
 fn assert_trains_reproducibly(backend: &str, mode: &str) {
     assert_kind_trains_reproducibly(backend, "det", mode)
 }
@@ -485,15 +497,8 @@ mod wgpu {
     /// repeats (its partial sums meet in float atomics), the crate's fixed-order sum one.
     #[test]
     fn burn_sum_drifts_and_the_fixed_order_sum_does_not() {
-        let distinct = |kind: &str| {
-            let mut seen: Vec<String> = (0..5)
-                .flat_map(|_| values_of(&run_child(HELPER, &format!("wgpu/sum-{kind}")), "SUM"))
-                .collect();
-            assert_eq!(seen.len(), 30);
-            seen.sort();
-            seen.dedup();
-            seen.len()
-        };
+        let distinct =
+            |kind: &str| distinct_across_processes(&format!("wgpu/sum-{kind}"), "SUM", 30);
         let (burn, fixed) = (distinct("burn"), distinct("fixed"));
         eprintln!("distinct sums in 30: Burn's {burn}, fixed-order {fixed}");
         assert!(
@@ -509,18 +514,10 @@ mod wgpu {
     /// decorate), listed in its contract.
     #[test]
     fn burn_scatter_add_drifts_across_processes() {
-        let mut seen: Vec<String> = (0..5)
-            .flat_map(|_| values_of(&run_child(HELPER, "wgpu/scatter-add"), "SCATTER"))
-            .collect();
-        assert_eq!(seen.len(), 15);
-        seen.sort();
-        seen.dedup();
-        eprintln!(
-            "plain wgpu scatter-add: {} distinct value(s) in 15",
-            seen.len()
-        );
+        let distinct = distinct_across_processes("wgpu/scatter-add", "SCATTER", 15);
+        eprintln!("plain wgpu scatter-add: {distinct} distinct value(s) in 15");
         assert!(
-            seen.len() > 1,
+            distinct > 1,
             "Burn's scatter-add did not drift on this backend"
         );
     }
@@ -559,18 +556,10 @@ mod wgpu {
     /// picks an atomic-free reduction on llvmpipe, and it gave one value in every process.)
     #[test]
     fn plain_deform_conv_input_grad_drifts_across_processes() {
-        let mut seen: Vec<String> = (0..5)
-            .flat_map(|_| values_of(&run_child(HELPER, "wgpu/deform"), "DEFORM"))
-            .collect();
-        assert_eq!(seen.len(), 15);
-        seen.sort();
-        seen.dedup();
-        eprintln!(
-            "plain wgpu deform_conv2d input gradient: {} distinct value(s) in 15",
-            seen.len()
-        );
+        let distinct = distinct_across_processes("wgpu/deform", "DEFORM", 15);
+        eprintln!("plain wgpu deform_conv2d input gradient: {distinct} distinct value(s) in 15");
         assert!(
-            seen.len() > 1,
+            distinct > 1,
             "the plain deform_conv2d gradient did not drift: the two-process comparison is not shown able to fail"
         );
     }
