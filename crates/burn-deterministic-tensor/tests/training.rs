@@ -28,24 +28,65 @@ const HELPER: &str = "child_process_helper";
 
 type Resize = fn(Tensor<4>, InterpolateOptions) -> Tensor<4>;
 
+/// How [`train`] fits its head: the resize and its mode, the output side, the loss's reduction,
+/// what is done to each gradient before the step, and the learning rate.
+struct Recipe {
+    resize: Resize,
+    mode: InterpolateMode,
+    size: usize,
+    reduce: fn(Tensor<4>) -> Tensor<1>,
+    clip: fn(Tensor<4>) -> Tensor<4>,
+    lr: f64,
+}
+
+impl Recipe {
+    /// A mean squared error through `resize`, to 32 × 32, plain SGD.
+    fn mean_loss(mode: InterpolateMode, resize: Resize) -> Self {
+        Self {
+            resize,
+            mode,
+            size: 32,
+            reduce: |t| t.mean(),
+            clip: |g| g,
+            lr: 0.5,
+        }
+    }
+
+    /// A full-sum loss and each gradient clipped by norm, both with the crate's fixed-order
+    /// functions (Burn's `sum()` and `GradientClipping::Norm` meet their partial sums in float
+    /// atomics on CubeCL), through this crate's bilinear resize to 512 × 512: large enough
+    /// for a many-workgroup sum.
+    fn fixed_order_sum_loss() -> Self {
+        Self {
+            resize: burn_deterministic_tensor::interpolate,
+            mode: InterpolateMode::Bilinear,
+            size: 512,
+            reduce: fixed_order::sum,
+            clip: |g| fixed_order::clip_by_norm(g, 1.0),
+            lr: 0.05,
+        }
+    }
+}
+
 /// A segmentation-style head: learned low-resolution features `[2, 4, 8, 8]`, a 1×1 channel mix
-/// `[4 → 3]` (a matmul) and a resize to `[32, 32]`, fitted to a fixed target by SGD.
-/// Returns the hash of the final parameters' bits and the losses of every step.
-fn train(device: &Device, mode: InterpolateMode, resize: Resize) -> (String, Vec<f64>) {
+/// `[4 → 3]` (a matmul) and a resize to `[size, size]`, fitted to a fixed target by SGD as
+/// `recipe` says. Returns the hash of the final parameters' bits and the losses of every step.
+fn train(device: &Device, recipe: Recipe) -> (String, Vec<f64>) {
     let mut features = tensor(&uniform(1, 2 * 4 * 8 * 8), [2, 4, 8, 8], DType::F32, device);
     let mut mix = Tensor::<4>::from_data(
         burn::tensor::TensorData::new(uniform(2, 4 * 3), [1, 1, 4, 3]),
         (device, DType::F32),
     );
+    let size = recipe.size;
     let target = tensor(
-        &uniform(3, 2 * 3 * 32 * 32),
-        [2, 3, 32, 32],
+        &uniform(3, 2 * 3 * size * size),
+        [2, 3, size, size],
         DType::F32,
         device,
     );
-    let options = InterpolateOptions::new(mode)
+    let options = InterpolateOptions::new(recipe.mode)
         .with_align_corners(false)
-        .with_output_size([32, 32]);
+        .with_output_size([size, size]);
     let mut losses = Vec::with_capacity(STEPS);
     for _ in 0..STEPS {
         let (f, m) = (features.clone().require_grad(), mix.clone().require_grad());
@@ -55,53 +96,16 @@ fn train(device: &Device, mode: InterpolateMode, resize: Resize) -> (String, Vec
             .permute([0, 2, 3, 1])
             .matmul(m.clone())
             .permute([0, 3, 1, 2]);
-        let y = resize(mixed, options.clone());
-        let loss = (y - target.clone()).powi_scalar(2).mean();
+        let y = (recipe.resize)(mixed, options.clone());
+        let loss = (recipe.reduce)((y - target.clone()).powi_scalar(2));
         let gradients = loss.backward();
         losses.push(values(loss)[0]);
-        let lr = 0.5;
-        features = (f.clone().inner() - f.grad(&gradients).expect("features grad") * lr).autodiff();
-        mix = (m.clone().inner() - m.grad(&gradients).expect("mix grad") * lr).autodiff();
-    }
-    (bits_hash([features, mix]), losses)
-}
-
-/// [`train`]'s head with a bilinear resize, its loss a full sum and each gradient clipped by
-/// norm (Adam-free SGD): with Burn's `sum()` and `GradientClipping::Norm`, both full sums meet
-/// their partial sums in float atomics on CubeCL; here both are the crate's fixed-order
-/// functions. Returns the parameters' hash and every step's loss.
-fn train_with_sum_loss(device: &Device) -> (String, Vec<f64>) {
-    let mut features = tensor(&uniform(1, 2 * 4 * 8 * 8), [2, 4, 8, 8], DType::F32, device);
-    let mut mix = Tensor::<4>::from_data(
-        burn::tensor::TensorData::new(uniform(2, 4 * 3), [1, 1, 4, 3]),
-        (device, DType::F32),
-    );
-    // 2 × 3 × 512 × 512: large enough for a many-workgroup sum.
-    let size = 512;
-    let target = tensor(
-        &uniform(3, 2 * 3 * size * size),
-        [2, 3, size, size],
-        DType::F32,
-        device,
-    );
-    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([size, size]);
-    let mut losses = Vec::with_capacity(STEPS);
-    for _ in 0..STEPS {
-        let (f, m) = (features.clone().require_grad(), mix.clone().require_grad());
-        let mixed = f
-            .clone()
-            .permute([0, 2, 3, 1])
-            .matmul(m.clone())
-            .permute([0, 3, 1, 2]);
-        let y = burn_deterministic_tensor::interpolate(mixed, options.clone());
-        let loss = fixed_order::sum((y - target.clone()).powi_scalar(2));
-        let gradients = loss.backward();
-        losses.push(values(loss)[0]);
-        let clip = |grad: Tensor<4>| fixed_order::clip_by_norm(grad, 1.0);
-        let lr = 0.05;
-        features =
-            (f.clone().inner() - clip(f.grad(&gradients).expect("features grad")) * lr).autodiff();
-        mix = (m.clone().inner() - clip(m.grad(&gradients).expect("mix grad")) * lr).autodiff();
+        let step = |p: &Tensor<4>, what| {
+            let grad = (recipe.clip)(p.grad(&gradients).expect(what));
+            (p.clone().inner() - grad * recipe.lr).autodiff()
+        };
+        features = step(&f, "features grad");
+        mix = step(&m, "mix grad");
     }
     (bits_hash([features, mix]), losses)
 }
@@ -153,7 +157,7 @@ fn child_process_helper() {
         return;
     }
     if what == "train-sum-loss" {
-        let (hash, losses) = train_with_sum_loss(&device);
+        let (hash, losses) = train(&device, Recipe::fixed_order_sum_loss());
         println!("HASH={hash}");
         println!(
             "LOSSES={}",
@@ -204,7 +208,7 @@ fn child_process_helper() {
         },
         other => panic!("unknown kind {other}"),
     };
-    let (hash, losses) = train(&device, mode, resize);
+    let (hash, losses) = train(&device, Recipe::mean_loss(mode, resize));
     println!("HASH={hash}");
     println!("FIRST_LOSS={}", losses[0]);
     println!("LAST_LOSS={}", losses[STEPS - 1]);
