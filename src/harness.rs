@@ -92,12 +92,15 @@ pub fn uniform(seed: u64, n: usize) -> Vec<f64> {
 
 /// The message of a caught panic (`String` or `&str` payload), empty otherwise.
 pub fn panic_message(result: std::thread::Result<impl Sized>) -> String {
-    let panic = result.err().expect("expected a panic");
-    panic
+    payload_message(&*result.err().expect("expected a panic")).unwrap_or_default()
+}
+
+/// The message a panic payload carries, if it is a `String` or a `&str`.
+pub fn payload_message(payload: &(dyn std::any::Any + Send)) -> Option<String> {
+    payload
         .downcast_ref::<String>()
         .cloned()
-        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
 }
 
 /// What [`fit_bilinear_upsample`] ends with: the loss of every step and the SHA-256 of the

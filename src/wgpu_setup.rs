@@ -19,10 +19,7 @@ fn vulkan_device_or_reason() -> Result<WgpuDevice, String> {
         let device = WgpuDevice::DefaultDevice;
         let setup = std::panic::catch_unwind(|| init_setup::<Vulkan>(&device, Default::default()))
             .map_err(|panic| {
-                let reason = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                let reason = crate::harness::payload_message(&*panic)
                     .unwrap_or_else(|| "unknown panic".into());
                 format!("no Vulkan adapter for wgpu ({reason})")
             })?;
