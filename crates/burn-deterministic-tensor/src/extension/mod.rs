@@ -183,6 +183,7 @@ fn axis_map(
     config: &DeterministicConfig,
 ) -> Result<(FloatTensor<Dispatch>, AxisAdjoint), ResizeError> {
     let banded = match config.layout {
+        // `choose_layout` would say dense too; skipped so that no estimate is built for it.
         WeightLayout::Dense => None,
         _ => {
             // The axis' cost estimate (it lists every output's taps).
