@@ -2,54 +2,30 @@
 //! span processes (thread pools, atomics, autotune caches all start afresh in each).
 //!
 //! The parent runs `current_exe --exact <helper> --ignored --nocapture`; the helper reads its
-//! case from [`CASE_ENV`] and prints `KEY=value` lines, which [`Child::values`] collects.
+//! case from [`CASE_ENV`] and prints `KEY=value` lines, which `Child::values` collects.
 
-use std::path::PathBuf;
-use std::process::Command;
-
-/// The environment variable that tells a helper test which case to run.
-pub const CASE_ENV: &str = "BD_CHILD_CASE";
+pub use burn_deterministic_testkit::child::CASE_ENV;
+pub use burn_deterministic_testkit::fresh_dir;
 
 /// A phrase only the decorator's autotune notice (`AutotuneHazard`) prints.
 pub const AUTOTUNE_NOTICE: &str = "is built with CubeCL autotune";
 
-/// What one child process printed.
+/// What one child process printed (`values`, `value`, `stdout`, `stderr` through `Deref`).
 #[derive(Debug, Clone)]
-pub struct Child {
-    pub stdout: String,
-    pub stderr: String,
+pub struct Child(burn_deterministic_testkit::child::Child);
+
+impl std::ops::Deref for Child {
+    type Target = burn_deterministic_testkit::child::Child;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 impl Child {
-    /// Every value printed as `KEY=value`, in order. The pair may follow other text on its
-    /// line (libtest prints `test NAME ... ` before the first output) after a space.
-    pub fn values(&self, key: &str) -> Vec<String> {
-        let prefix = format!("{key}=");
-        self.stdout
-            .lines()
-            .filter_map(|line| {
-                line.split_whitespace()
-                    .find_map(|word| word.strip_prefix(&prefix))
-            })
-            .map(str::to_string)
-            .collect()
-    }
-
     /// Whether the child printed the decorator's autotune notice.
     pub fn announced_autotune(&self) -> bool {
         self.stderr.contains(AUTOTUNE_NOTICE)
-    }
-
-    /// The one value printed as `KEY=value`.
-    pub fn value(&self, key: &str) -> String {
-        let values = self.values(key);
-        assert_eq!(
-            values.len(),
-            1,
-            "expected one {key}= line from the child:\n{}",
-            self.stdout
-        );
-        values[0].clone()
     }
 }
 
@@ -70,12 +46,12 @@ pub fn run_child(helper: &str, case: &str, env: &[(&str, &str)]) -> Child {
 /// Like [`run_child`], for a case expected to fail: the child's output and whether it
 /// succeeded.
 pub fn run_child_unchecked(helper: &str, case: &str, env: &[(&str, &str)]) -> (bool, Child) {
-    let output = spawn(helper, case, env);
-    let child = Child {
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    };
-    (output.status.success(), child)
+    let cache = fresh_dir("autotune");
+    let cache_env = [(AUTOTUNE_CACHE_ENV, cache.to_str().expect("a UTF-8 path"))];
+    let env: Vec<(&str, &str)> = cache_env.iter().chain(env).copied().collect();
+    let child = burn_deterministic_testkit::child::run(helper, case, &env);
+    let _ = std::fs::remove_dir_all(&cache);
+    (child.succeeded, Child(child))
 }
 
 /// The environment variable holding a fresh autotune cache directory for one process. Programs
@@ -93,39 +69,4 @@ pub fn pin_autotune_cache_from_env() {
         #[cfg(not(any(feature = "wgpu", feature = "cuda", feature = "rocm")))]
         let _ = dir;
     }
-}
-
-/// A new empty directory under the system's temporary directory.
-pub fn fresh_dir(label: &str) -> PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "bd-{label}-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create a temporary directory");
-    dir
-}
-
-fn spawn(helper: &str, case: &str, env: &[(&str, &str)]) -> std::process::Output {
-    let cache = fresh_dir("autotune");
-    let mut command = Command::new(std::env::current_exe().expect("the test binary"));
-    command
-        .args([
-            "--exact",
-            helper,
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CASE_ENV, case)
-        .env(AUTOTUNE_CACHE_ENV, &cache);
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let output = command.output().expect("child test process starts");
-    let _ = std::fs::remove_dir_all(&cache);
-    output
 }

@@ -15,6 +15,7 @@ use burn_deterministic_suite::processes::{
     fresh_dir, pin_autotune_cache_from_env, run_child, run_child_unchecked, Child,
     AUTOTUNE_CACHE_ENV, AUTOTUNE_NOTICE, CASE_ENV,
 };
+use burn_deterministic_testkit::walk;
 
 type Det<B> = DeterministicBackend<B>;
 
@@ -175,17 +176,4 @@ fn pinning_after_first_use_is_refused() {
         use_autotune_cache_dir(fresh_dir("late-pin")),
         Err(PinCacheError::AlreadyConfigured)
     );
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files.extend(walk(&path));
-        } else {
-            files.push(path);
-        }
-    }
-    files
 }

@@ -7,7 +7,7 @@
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::DType;
 use burn_deterministic::{DeterministicConfig, ModeSet, RewritePolicy};
-use burn_deterministic_suite::golden::{load_cases, GoldenCase};
+use burn_deterministic_suite::golden::{load_cases, BurnCase, GoldenCase};
 use burn_deterministic_suite::harness::configured;
 use burn_deterministic_suite::metrics::max_scaled_error;
 

@@ -4,6 +4,7 @@
 //! backend as `Backend::name` reports it, a device as its `Debug` prints it. This crate does
 //! not depend on Burn, and the two front doors use two Burn versions whose types differ.
 
+use crate::autotune::AutotuneHazard;
 use crate::{Layout, Mode};
 use core::fmt;
 
@@ -118,6 +119,9 @@ pub enum ResizeError {
         /// What to enable or call instead.
         remedy: &'static str,
     },
+    /// The configuration is `strict` and the device autotunes: bits could depend on CubeCL's
+    /// autotune cache.
+    Autotuned(AutotuneHazard),
 }
 
 impl fmt::Display for ResizeError {
@@ -202,6 +206,7 @@ impl fmt::Display for ResizeError {
             Self::NotRouted { device, remedy } => {
                 write!(f, "no implementation for device {device}: {remedy}")
             }
+            Self::Autotuned(hazard) => write!(f, "refused under `strict`: {hazard}"),
         }
     }
 }

@@ -16,7 +16,8 @@
 //!   and [`height_first`]: the layout and pass-order choices made from it;
 //! - [`WeightCache`]: built maps kept per geometry, bounded;
 //! - [`ResizeError`]: what a resize refuses, the one error both front doors return;
-//! - [`config`]: the one configuration both front doors read (scoped, process, environment).
+//! - [`config`]: the one configuration both front doors read (scoped, process, environment);
+//! - [`autotune`]: the CubeCL autotune hazard, its notice and the `strict` rule.
 //!
 //! **Not a stable API.** This crate is an implementation detail of the front doors, which
 //! depend on it with an exact version; its items may change in any release.
@@ -33,6 +34,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod autotune;
 mod cache;
 pub mod config;
 mod cost;

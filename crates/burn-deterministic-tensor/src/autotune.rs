@@ -1,20 +1,26 @@
-//! CubeCL autotune: detected, and announced once per process (feature `autotune-check`).
+//! CubeCL autotune: detected, announced once per process, refused under `strict`, or pinned to
+//! one cache (feature `autotune-check`).
 //!
 //! With `burn`'s default features, the CubeCL backends (wgpu, cuda, rocm) choose their matmul,
 //! convolution and reduction kernels by timing candidates on first use, and remember the
 //! choice per shape in a cache persisted under `target/`. The candidates add in different
 //! orders, so two processes that start from different caches (a clean checkout, another
-//! machine, `CUBECL_AUTOTUNE_CACHE=0`) can compute different bits — measured on llvmpipe:
-//! mechanism (b)'s banded training gave two fresh-cache processes different parameters. Every
-//! GEMM of this crate's forward and backward is such a matmul. Burn 0.22 has no run-time switch
-//! to turn autotune off, so the fix is at build time (`burn` without its `autotune` feature);
-//! processes that share one filled cache also agree. This module only makes sure it does not
-//! pass silently: [`check`] to fail early, and a notice on stderr at the first resize on an
-//! autotuned device.
+//! machine) can compute different bits — measured on llvmpipe: mechanism (b)'s banded training
+//! gave two fresh-cache processes different parameters. Every GEMM of this crate's forward and
+//! backward is such a matmul. Burn 0.22 has no run-time switch to turn autotune off. What can
+//! be done:
+//! - build Burn without its `autotune` feature (then each op has one fixed kernel): the fix;
+//! - share one cache directory between runs ([`use_autotune_cache_dir`]): processes that read
+//!   the same filled cache pick the same kernels;
+//! - and never let it pass silently: the first resize on an autotuned device says so once on
+//!   stderr, or is refused with [`ResizeError::Autotuned`](crate::ResizeError::Autotuned) under
+//!   the configuration's `strict`; [`check`] fails early, before any resize.
 
 use burn::backend::{Backend, Dispatch};
 use burn::tensor::Device;
-use std::sync::atomic::{AtomicBool, Ordering};
+use burn_deterministic_core::autotune::{AutotuneNotice, FrontDoor};
+
+pub use burn_deterministic_core::autotune::{AutotuneHazard, PinCacheError};
 
 /// Whether the CubeCL backends of this build autotune. Cargo unifies a crate's features per
 /// build, so this holds for every CubeCL device of the process. Read off burn-cubecl's
@@ -30,34 +36,6 @@ pub fn compiled_in() -> bool {
     )
 }
 
-/// Bits on `backend` can depend on CubeCL's autotune cache.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct AutotuneHazard {
-    /// The name Burn gives the device's backend, e.g. `dispatch<autodiff<fusion<cubecl<wgpu<wgsl>>>>>`
-    /// (measured with Burn's default features).
-    pub backend: String,
-}
-
-impl core::fmt::Display for AutotuneHazard {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "burn-deterministic-tensor: {} is built with CubeCL autotune (Burn's default \
-             `autotune` feature): matmul, convolution and reduction kernels are chosen by timing \
-             on first use and cached under target/, and the candidates add in different orders, \
-             so results can differ between processes that start with different autotune \
-             caches.\nFor bit-reproducible runs, build Burn without autotune:\n    \
-             burn = {{ version = \"=0.22.1\", default-features = false, features = [\"std\", \
-             \"wgpu\", \"autodiff\"] }}   # or \"cuda\"; add the other features you use\n\
-             or let every run read the same filled cache (CubeCL's default, under target/).",
-            self.backend
-        )
-    }
-}
-
-impl std::error::Error for AutotuneHazard {}
-
 /// `Err` when bits on `device` (plain or autodiff: Burn names the backend it wraps) can depend
 /// on the autotune cache: a CubeCL device in a build with autotune. Call it before training to
 /// fail early.
@@ -67,24 +45,43 @@ pub fn check(device: &Device) -> Result<(), AutotuneHazard> {
     }
     let backend = Dispatch::name(device.as_dispatch());
     // Burn names a CubeCL backend `cubecl<runtime>`, nested in `dispatch<…>`, `autodiff<…>` and
-    // `fusion<…>`; the device's variant itself is only visible to crates built with the same backend features.
+    // `fusion<…>`; the device's variant itself is only visible to crates built with the same
+    // backend features.
     if backend.contains("cubecl<") {
-        Err(AutotuneHazard { backend })
+        Err(AutotuneHazard::new(FrontDoor::Tensor, backend))
     } else {
         Ok(())
     }
 }
 
-static ANNOUNCED: AtomicBool = AtomicBool::new(false);
+static NOTICE: AutotuneNotice = AutotuneNotice::new();
 
-/// Called at every resize: on an autotuned device, prints [`AutotuneHazard`] once per process.
-pub(crate) fn announce_once(device: &Device) {
-    if ANNOUNCED.load(Ordering::Relaxed) {
-        return;
+/// Called at every resize: on an autotuned device, `Err` under `strict`, else prints
+/// [`AutotuneHazard`] once per process.
+pub(crate) fn on_use(device: &Device, strict: bool) -> Result<(), AutotuneHazard> {
+    if NOTICE.printed() && !strict {
+        return Ok(());
     }
-    if let Err(hazard) = check(device) {
-        if !ANNOUNCED.swap(true, Ordering::Relaxed) {
-            eprintln!("{hazard}");
-        }
+    match check(device) {
+        Ok(()) => Ok(()),
+        Err(hazard) => NOTICE.on_autotuned(strict, || hazard),
+    }
+}
+
+/// Makes CubeCL keep its cache directory (autotune results, and the compiled kernels it keeps
+/// beside them) in `dir` instead of the nearest `target/`. Runs that share a filled cache pick
+/// the same kernels; a new empty `dir` per process makes every process tune afresh. Must run
+/// before the first CubeCL device is used; keeps the rest of CubeCL's configuration as its
+/// `cubecl.toml` / `burn.toml` / environment set it.
+pub fn use_autotune_cache_dir(dir: impl Into<std::path::PathBuf>) -> Result<(), PinCacheError> {
+    use burn_cubecl::cubecl::config::{cache::CacheConfig, CubeClRuntimeConfig, RuntimeConfig};
+    // CubeCL 0.11 keeps the autotune results in its environment's store, whose root is
+    // `environment.path`; `try_set` refuses once the configuration was read or set.
+    let mut config = CubeClRuntimeConfig::from_current_dir().override_from_env();
+    config.environment.path = CacheConfig::Directory(dir.into());
+    if CubeClRuntimeConfig::try_set(config) {
+        Ok(())
+    } else {
+        Err(PinCacheError::AlreadyConfigured)
     }
 }

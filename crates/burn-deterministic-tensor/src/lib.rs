@@ -45,10 +45,13 @@
 //! gradient clipping by norm).
 //!
 //! Bit-reproducible across processes on a CubeCL device (wgpu, cuda, rocm) only with `burn`
-//! built without its default `autotune` feature: autotune picks each matmul kernel by timing,
-//! and the candidates add in different orders. With feature `autotune-check` (on with
-//! `extension-wgpu`), [`autotune`] says so once on stderr at the first resize on such a device,
-//! and [`autotune::check`] lets a training fail early instead.
+//! built without its default `autotune` feature, or with every process reading one filled
+//! autotune cache: autotune picks each matmul kernel by timing, and the candidates add in
+//! different orders. With feature `autotune-check` (on with `extension-wgpu`), [`autotune`]
+//! says so once on stderr at the first resize on such a device, refuses it under the
+//! configuration's `strict` ([`ResizeError::Autotuned`]), lets a training fail early
+//! ([`autotune::check`]) and pins the cache to a directory
+//! ([`autotune::use_autotune_cache_dir`]).
 //!
 //! Which forward kernels a backend has is declared from Burn 0.22.1's sources (flex has no
 //! nearest-exact), never probed: the crate catches no panic and works in binaries built with
@@ -74,7 +77,8 @@ mod separable;
 mod weights;
 
 /// The configuration, shared with the Burn 0.21 decorator (`burn-deterministic`): the layout of
-/// the backward's maps, the weight and cache limits and `strict` apply here; `policy`, `modes`
+/// the backward's maps, the weight and cache limits and `strict` (refuse an autotuned device;
+/// checked with feature `autotune-check`, refused on any CubeCL device without it) apply here; `policy`, `modes`
 /// and `fixed_order_ops` decide what the decorator takes over and do not (these functions are
 /// called explicitly). Read the same way: a [`with_config`] scope, else [`set_config`]'s, else
 /// the `BURN_DETERMINISTIC_CONFIG` environment variable, else the defaults.
@@ -100,8 +104,10 @@ struct Burn022Doctests;
 ///
 /// # Panics
 ///
-/// Where Burn's `interpolate` panics (neither or both of `output_size` and `scale_factor` set,
-/// a size that rounds to zero), with the message of [`try_interpolate`]'s error.
+/// Where [`try_interpolate`] returns an error, with its message: where Burn's `interpolate`
+/// panics (neither or both of `output_size` and `scale_factor` set, a size that rounds to
+/// zero), and where this crate refuses (weights over the limit, no forward kernel to read the
+/// weights off, an autotuned device under `strict`).
 pub fn interpolate(x: Tensor<4>, options: InterpolateOptions) -> Tensor<4> {
     try_interpolate(x, options).unwrap_or_else(|error| panic!("{error}"))
 }
@@ -111,8 +117,35 @@ pub fn try_interpolate(
     x: Tensor<4>,
     options: InterpolateOptions,
 ) -> Result<Tensor<4>, ResizeError> {
+    autotune_rule(&x.device(), config::current().strict)?;
     let maps = separable::axis_maps(&x, &options)?;
-    #[cfg(feature = "autotune-check")]
-    autotune::announce_once(&x.device());
     Ok(separable::resize(x, maps))
+}
+
+/// The autotune rule, at every resize before any kernel runs: on a CubeCL device that
+/// autotunes, refused under `strict`, else announced once per process on stderr.
+pub(crate) fn autotune_rule(
+    device: &burn::tensor::Device,
+    strict: bool,
+) -> Result<(), ResizeError> {
+    #[cfg(feature = "autotune-check")]
+    {
+        autotune::on_use(device, strict).map_err(ResizeError::Autotuned)
+    }
+    #[cfg(not(feature = "autotune-check"))]
+    {
+        // Whether this build autotunes is read off burn-cubecl, which only that feature
+        // brings in: `strict` on a CubeCL device cannot be honoured without it, so it refuses.
+        use burn::backend::{Backend, Dispatch};
+        let backend = Dispatch::name(device.as_dispatch());
+        if strict && backend.contains("cubecl<") {
+            Err(ResizeError::NotRouted {
+                device: format!("{device:?}"),
+                remedy: "`strict` on a CubeCL device needs this crate's `autotune-check` \
+                         feature, to verify that the device does not autotune",
+            })
+        } else {
+            Ok(())
+        }
+    }
 }

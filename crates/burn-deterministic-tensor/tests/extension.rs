@@ -25,7 +25,7 @@ fn golden_flex_every_case() {
 
 #[test]
 fn golden_wgpu_vulkan_f32_cases() {
-    let f32_cases = |case: &common::GoldenCase| case.dtype() == DType::F32;
+    let f32_cases = |case: &common::GoldenCase| case.is_f32();
     assert_eq!(
         check_golden(&common::vulkan(), extension::interpolate, f32_cases),
         GOLDEN_CASES / 2
@@ -151,7 +151,7 @@ fn golden_flex_every_case_banded_adjoint() {
 
 #[test]
 fn golden_wgpu_vulkan_f32_cases_banded_adjoint() {
-    let f32_cases = |case: &common::GoldenCase| case.dtype() == DType::F32;
+    let f32_cases = |case: &common::GoldenCase| case.is_f32();
     assert_eq!(
         check_golden(&common::vulkan(), banded_3, f32_cases),
         GOLDEN_CASES / 2

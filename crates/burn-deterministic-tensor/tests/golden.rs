@@ -6,7 +6,6 @@
 
 mod common;
 
-use burn::tensor::DType;
 use burn_deterministic_tensor::interpolate;
 use common::{check_golden, GOLDEN_CASES};
 
@@ -18,8 +17,6 @@ fn golden_flex_every_case() {
 
 #[test]
 fn golden_wgpu_vulkan_f32_cases() {
-    let checked = check_golden(&common::vulkan(), interpolate, |case| {
-        case.dtype() == DType::F32
-    });
+    let checked = check_golden(&common::vulkan(), interpolate, |case| case.is_f32());
     assert_eq!(checked, GOLDEN_CASES / 2, "half the cases are f32");
 }

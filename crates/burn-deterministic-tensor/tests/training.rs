@@ -178,11 +178,6 @@ fn child_process_helper() {
         }
         return;
     }
-    #[cfg(feature = "autotune-check")]
-    if what == "autotune" {
-        autotune_child(&device);
-        return;
-    }
     let (kind, mode) = what.split_once('-').expect("what is kind-mode");
     let mode = MODES
         .iter()
@@ -260,36 +255,6 @@ fn crowded_deform_conv_input_grad(device: &Device) -> Tensor<4> {
     let y = deform_conv2d(x.clone(), offset, weight, None, None, options);
     let gradients = (y * upstream).sum().backward();
     x.grad(&gradients).expect("x has a gradient")
-}
-
-/// What `burn_deterministic_tensor::autotune` says in a fresh process, after a resize on flex,
-/// a matmul large enough to be tuned on `device`, and two resizes there.
-#[cfg(feature = "autotune-check")]
-fn autotune_child(device: &Device) {
-    use burn_deterministic_tensor::autotune;
-    let verdict = |device: &Device| match autotune::check(device) {
-        Ok(()) => "ok".to_string(),
-        Err(hazard) => format!("hazard:{}", hazard.backend),
-    };
-    println!("COMPILED_IN={}", autotune::compiled_in());
-    let flex = common::flex().autodiff();
-    println!("CHECK_FLEX={}", verdict(&flex));
-    println!("CHECK_DEVICE={}", verdict(device));
-    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([16, 16]);
-    let x = |device: &Device| tensor(&uniform(4, 2 * 8 * 8), [1, 2, 8, 8], DType::F32, device);
-    values(burn_deterministic_tensor::interpolate(
-        x(&flex),
-        options.clone(),
-    ));
-    eprintln!("AFTER_FLEX_RESIZE");
-    let a = tensor(&uniform(5, 256 * 256), [1, 1, 256, 256], DType::F32, device);
-    values(a.clone().matmul(a));
-    for _ in 0..2 {
-        values(burn_deterministic_tensor::interpolate(
-            x(device),
-            options.clone(),
-        ));
-    }
 }
 
 /// The fixed-order functions against Burn's own ops on `device`: exact on small integers
@@ -448,48 +413,6 @@ mod wgpu {
         for (mode, _) in MODES {
             assert_kind_trains_reproducibly("wgpu", "band", mode);
         }
-    }
-
-    /// `autotune::compiled_in` and `check` against what CubeCL itself reports (its autotune log,
-    /// on stderr in a child with an empty cache: "Fastest result" for every tuned kernel), and
-    /// the notice: printed once, at the first resize on the autotuned device, never for flex.
-    /// In CI's build (no `autotune`) every answer is "no"; with Burn's default features, "yes".
-    #[cfg(feature = "autotune-check")]
-    #[test]
-    fn autotune_check_agrees_with_cubecl_and_announces_once() {
-        let (succeeded, stdout, stderr) =
-            common::child_output_with(HELPER, "wgpu/autotune", &[("CUBECL_DEBUG_LOG", "stderr")]);
-        // Kernel sources fill the log: show its end only.
-        let lines: Vec<&str> = stderr.lines().collect();
-        let tail = lines[lines.len().saturating_sub(40)..].join("\n");
-        assert!(succeeded, "child failed:\n{stdout}\n…{tail}");
-        assert!(
-            stderr.contains("[START_KERNEL_COMPILATION]"),
-            "CubeCL logged no kernel compilation to stderr: its autotune log cannot be read\n{tail}"
-        );
-        let tuned = stderr.contains("Fastest result");
-        let compiled_in: bool = values_of(&stdout, "COMPILED_IN")[0]
-            .parse()
-            .expect("a bool");
-        assert_eq!(compiled_in, tuned, "CubeCL autotuned: {tuned}");
-        assert_eq!(values_of(&stdout, "CHECK_FLEX"), ["ok"]);
-        let device_verdict = &values_of(&stdout, "CHECK_DEVICE")[0];
-        assert_eq!(
-            // e.g. `dispatch<autodiff<fusion<cubecl<wgpu<wgsl>>>>>` (measured, default features)
-            device_verdict.starts_with("hazard:") && device_verdict.contains("cubecl<"),
-            tuned,
-            "{device_verdict}"
-        );
-        let notice = "is built with CubeCL autotune";
-        let notices: Vec<&str> = stderr.lines().filter(|l| l.contains(notice)).collect();
-        assert_eq!(notices.len(), usize::from(tuned), "{notices:?}");
-        if tuned {
-            let after_flex = stderr
-                .find("AFTER_FLEX_RESIZE")
-                .expect("the child's marker");
-            assert!(stderr.find(notice).expect("the notice") > after_flex);
-        }
-        eprintln!("autotune in this build: {tuned}");
     }
 
     #[test]

@@ -154,10 +154,9 @@ pub fn try_interpolate(
         output: q,
     };
     let config = crate::config::current();
+    crate::autotune_rule(&device, config.strict)?;
     let (height, height_layout) = axis_map(height, &options, dtype, &device, &config)?;
     let (width, width_layout) = axis_map(width, &options, dtype, &device, &config)?;
-    #[cfg(feature = "autotune-check")]
-    crate::autotune::announce_once(&device);
     let options = InterpolateOptions {
         output_size: Some([p, q]),
         scale_factor: None,

@@ -1,14 +1,11 @@
 //! What the tests of the Burn 0.22 front door share: the devices, the golden vectors, bits and
 //! hashes, and helper tests run in new processes.
-#![allow(dead_code)] // each test binary uses a part
+#![allow(dead_code, unused_imports)] // each test binary uses a part
 
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::wgpu::WgpuBackend;
 use burn::tensor::{DType, Device, Tensor, TensorData};
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
-use std::path::PathBuf;
-use std::process::Command;
 use std::sync::OnceLock;
 
 /// Flex (pure-Rust CPU), with autodiff.
@@ -38,47 +35,23 @@ pub fn vulkan() -> Device {
         .autodiff()
 }
 
-/// One PyTorch golden case (`tests/data/golden` of the repository; see its README).
-#[derive(Deserialize)]
-pub struct GoldenCase {
-    pub name: String,
-    pub mode: String,
-    pub align_corners: Option<bool>,
-    pub dtype: String,
-    pub input_shape: [usize; 4],
-    pub output_shape: [usize; 4],
-    pub x: Vec<f64>,
-    pub g: Vec<f64>,
-    pub y: Vec<f64>,
-    pub dx: Vec<f64>,
+pub use burn_deterministic_testkit::golden::{
+    load_cases as golden_cases, max_scaled_error, GoldenCase, CASES as GOLDEN_CASES,
+};
+
+/// A golden case in Burn 0.22's terms.
+pub trait BurnCase {
+    fn options(&self) -> InterpolateOptions;
+    fn dtype(&self) -> DType;
+    fn run(
+        &self,
+        device: &Device,
+        resize: impl Fn(Tensor<4>, InterpolateOptions) -> Tensor<4>,
+    ) -> (Vec<f64>, Vec<f64>);
 }
 
-#[derive(Deserialize)]
-struct Index {
-    cases: Vec<IndexEntry>,
-}
-
-#[derive(Deserialize)]
-struct IndexEntry {
-    file: String,
-}
-
-/// Every golden case, read from the repository's test data.
-pub fn golden_cases() -> Vec<GoldenCase> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/golden");
-    let read = |file: &str| {
-        std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("golden {file}: {e}"))
-    };
-    let index: Index = serde_json::from_str(&read("index.json")).expect("golden index parses");
-    index
-        .cases
-        .iter()
-        .map(|entry| serde_json::from_str(&read(&entry.file)).expect("golden case parses"))
-        .collect()
-}
-
-impl GoldenCase {
-    pub fn options(&self) -> InterpolateOptions {
+impl BurnCase for GoldenCase {
+    fn options(&self) -> InterpolateOptions {
         let mode = match self.mode.as_str() {
             "nearest" => InterpolateMode::Nearest,
             "bilinear" => InterpolateMode::Bilinear,
@@ -91,16 +64,16 @@ impl GoldenCase {
             .with_output_size([p, q])
     }
 
-    pub fn dtype(&self) -> DType {
-        match self.dtype.as_str() {
-            "float32" => DType::F32,
-            "float64" => DType::F64,
-            other => panic!("unknown golden dtype {other}"),
+    fn dtype(&self) -> DType {
+        if self.is_f32() {
+            DType::F32
+        } else {
+            DType::F64
         }
     }
 
     /// `(y, dx)` through `resize` on `device` (an autodiff device), in the case's dtype.
-    pub fn run(
+    fn run(
         &self,
         device: &Device,
         resize: impl Fn(Tensor<4>, InterpolateOptions) -> Tensor<4>,
@@ -123,15 +96,6 @@ pub fn values<const D: usize>(t: Tensor<D>) -> Vec<f64> {
     t.into_data_dtype(DType::F64)
         .try_to_vec::<f64>()
         .expect("f64 values")
-}
-
-/// `max |a − b| / (1 + |b|)`.
-pub fn max_scaled_error(a: &[f64], b: &[f64]) -> f64 {
-    assert_eq!(a.len(), b.len(), "lengths differ");
-    a.iter()
-        .zip(b)
-        .map(|(a, b)| (a - b).abs() / (1.0 + b.abs()))
-        .fold(0.0, f64::max)
 }
 
 /// A tensor's exact bits, as a SHA-256 hex digest of its little-endian bytes.
@@ -162,13 +126,7 @@ pub fn uniform(seed: u64, n: usize) -> Vec<f64> {
         .collect()
 }
 
-/// The environment variable naming the case a helper test runs in a child process.
-pub const CASE_ENV: &str = "BDT_CHILD_CASE";
-
-/// The case this process was started for, if it is a child.
-pub fn child_case() -> Option<String> {
-    std::env::var(CASE_ENV).ok()
-}
+pub use burn_deterministic_testkit::child::case as child_case;
 
 /// Runs the ignored test `helper` of this test binary for `case` in a new process and returns
 /// its stdout. Panics with the child's output when it fails.
@@ -178,17 +136,9 @@ pub fn run_child(helper: &str, case: &str) -> String {
     stdout
 }
 
-/// Every value a child printed as `KEY=value` (libtest may print text before it on the line).
+/// Every value a child printed as `KEY=value`; panics when there is none.
 pub fn values_of(stdout: &str, key: &str) -> Vec<String> {
-    let prefix = format!("{key}=");
-    let values: Vec<String> = stdout
-        .lines()
-        .filter_map(|line| {
-            line.split_whitespace()
-                .find_map(|w| w.strip_prefix(&prefix))
-        })
-        .map(str::to_string)
-        .collect();
+    let values = burn_deterministic_testkit::child::values_in(stdout, key);
     assert!(!values.is_empty(), "the child printed no {key}=:\n{stdout}");
     values
 }
@@ -199,32 +149,15 @@ pub fn child_output(helper: &str, case: &str) -> (bool, String, String) {
     child_output_with(helper, case, &[])
 }
 
-/// [`child_output`] with more environment variables for the child.
+/// [`child_output`] with more environment variables for the child. Every child starts with
+/// a fresh autotune cache (the persistent one off) unless `env` says otherwise: it tunes every
+/// kernel itself instead of reading the choices an earlier process persisted under target/.
 pub fn child_output_with(helper: &str, case: &str, env: &[(&str, &str)]) -> (bool, String, String) {
-    let output = Command::new(std::env::current_exe().expect("the test binary"))
-        .args([
-            "--exact",
-            helper,
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CASE_ENV, case)
-        // A fresh autotune cache: the child tunes every kernel itself instead of reading the
-        // choices an earlier process persisted under target/ (Burn's default features).
-        .env("CUBECL_AUTOTUNE_CACHE", "0")
-        .envs(env.iter().copied())
-        .output()
-        .expect("child test process starts");
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let fresh = [("CUBECL_AUTOTUNE_CACHE", "0")];
+    let env: Vec<(&str, &str)> = fresh.iter().chain(env).copied().collect();
+    let child = burn_deterministic_testkit::child::run(helper, case, &env);
+    (child.succeeded, child.stdout, child.stderr)
 }
-
-/// How many golden cases the repository's test data holds (half f32, half f64).
-pub const GOLDEN_CASES: usize = 190;
 
 /// Every selected golden case through `resize` on `device`, forward and gradient; returns how
 /// many ran. Error `|a − b| / (1 + |b|)`: f32 forward ≤ 1e-5, gradient ≤ 5e-5; f64 ≤ 1e-11.
@@ -234,7 +167,6 @@ pub fn check_golden(
     selected: impl Fn(&GoldenCase) -> bool,
 ) -> usize {
     let cases = golden_cases();
-    assert_eq!(cases.len(), GOLDEN_CASES, "golden set incomplete");
     let mut failures = Vec::new();
     let mut checked = 0;
     for case in cases.iter().filter(|c| selected(c)) {

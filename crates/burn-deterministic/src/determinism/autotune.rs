@@ -12,7 +12,9 @@
 //!   autotuned device, or refuses to run with `strict: true`.
 
 use burn_backend::Backend;
-use std::sync::atomic::{AtomicBool, Ordering};
+use burn_deterministic_core::autotune::{AutotuneNotice, FrontDoor};
+
+pub use burn_deterministic_core::autotune::{AutotuneHazard, PinCacheError};
 
 /// Whether CubeCL backends in this build autotune. Cargo unifies features per build, so this
 /// holds for every CubeCL backend of the process. Read off burn-cubecl's convolution strategy,
@@ -26,98 +28,35 @@ pub(crate) fn compiled_in() -> bool {
     )
 }
 
-/// Bits on an autotuned device can depend on CubeCL's autotune cache.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct AutotuneHazard {
-    /// `B::name(device)` of the backend that autotunes.
-    pub backend: String,
-}
-
-impl core::fmt::Display for AutotuneHazard {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        write!(
-            f,
-            "burn-deterministic: {} is built with CubeCL autotune (Burn's default `autotune` \
-             feature): matmul, convolution and reduction kernels are chosen by timing on first \
-             use and cached in target/autotune, and the candidates add in different orders, so \
-             results can differ between processes that start with different autotune caches.\n\
-             For bit-reproducible runs, build Burn without autotune:\n    \
-             burn = {{ version = \"=0.21.0\", default-features = false, features = [\"std\", \
-             \"autodiff\", \"wgpu\"] }}   # or \"cuda\"; add the other features you use\n\
-             or share one filled cache between runs with \
-             burn_deterministic::determinism::use_autotune_cache_dir(..). \
-             The configuration's `\"strict\": true` turns this notice into an error.",
-            self.backend
-        )
-    }
-}
-
-impl std::error::Error for AutotuneHazard {}
-
 /// `Err` when bits on `device` can depend on the autotune cache. Call it before training to
 /// fail early instead of at the first tensor (what `strict` does).
 pub fn check<B: Backend>(device: &B::Device) -> Result<(), AutotuneHazard> {
     if crate::device_profile(device).autotuned {
-        Err(AutotuneHazard {
-            backend: B::name(device),
-        })
+        Err(hazard::<B>(device))
     } else {
         Ok(())
     }
 }
 
-static ANNOUNCED: AtomicBool = AtomicBool::new(false);
+fn hazard<B: Backend>(device: &B::Device) -> AutotuneHazard {
+    AutotuneHazard::new(FrontDoor::Decorator, B::name(device))
+}
+
+static NOTICE: AutotuneNotice = AutotuneNotice::new();
 
 /// Called by the decorator when it creates a tensor or resizes on `device`: on an autotuned
-/// device, prints [`AutotuneHazard`] once per process, or panics with it under `strict`.
+/// device, prints [`AutotuneHazard`] once per process, or panics with it under `strict` (a
+/// backend op cannot return an error; [`check`] is the way to fail without a panic).
 pub(crate) fn on_use<B: Backend>(device: &B::Device) {
     if !crate::device_profile(device).autotuned {
         return;
     }
-    if crate::config::current().strict {
-        panic!(
-            "{}",
-            AutotuneHazard {
-                backend: B::name(device)
-            }
-        );
-    }
-    if !ANNOUNCED.swap(true, Ordering::Relaxed) {
-        eprintln!(
-            "{}",
-            AutotuneHazard {
-                backend: B::name(device)
-            }
-        );
+    if let Err(hazard) =
+        NOTICE.on_autotuned(crate::config::current().strict, || hazard::<B>(device))
+    {
+        panic!("{hazard}");
     }
 }
-
-/// Why [`use_autotune_cache_dir`] could not pin the cache.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PinCacheError {
-    /// CubeCL read its configuration already (a CubeCL device was used): it cannot change.
-    AlreadyConfigured,
-    /// No CubeCL backend feature (wgpu, cuda, rocm) in this build.
-    NoCubeclBackend,
-}
-
-impl core::fmt::Display for PinCacheError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            Self::AlreadyConfigured => f.write_str(
-                "burn-deterministic: CubeCL's configuration is already in use; pin the autotune \
-                 cache before the first CubeCL device is created",
-            ),
-            Self::NoCubeclBackend => f.write_str(
-                "burn-deterministic: no CubeCL backend (wgpu, cuda, rocm) in this build, nothing to pin",
-            ),
-        }
-    }
-}
-
-impl std::error::Error for PinCacheError {}
 
 /// Makes CubeCL keep its autotune cache in `dir` (instead of the nearest `target/autotune`).
 /// Runs that share a filled cache pick the same kernels; a new empty `dir` per process makes

@@ -1,0 +1,56 @@
+//! What the tests of both front doors share and that does not depend on Burn (the two front
+//! doors use two Burn versions whose types differ): the PyTorch golden vectors as read from the
+//! repository's test data, helper tests run in new processes, and temporary directories. Each
+//! test suite turns a case into its Burn version's options and dtypes itself.
+
+pub mod child;
+pub mod golden;
+
+use std::path::{Path, PathBuf};
+
+/// A new empty directory under the system's temporary directory, named after `label`, the
+/// process and a counter (parallel tests never share one).
+pub fn fresh_dir(label: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "bd-{label}-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create a temporary directory");
+    dir
+}
+
+/// Every file below `dir`, recursively (none when it does not exist).
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_dirs_are_empty_distinct_and_walked() {
+        let (a, b) = (fresh_dir("kit"), fresh_dir("kit"));
+        assert_ne!(a, b);
+        assert!(walk(&a).is_empty());
+        std::fs::create_dir_all(a.join("x/y")).unwrap();
+        std::fs::write(a.join("x/y/file"), b"1").unwrap();
+        assert_eq!(walk(&a), [a.join("x/y/file")]);
+        for dir in [a, b] {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+}
