@@ -117,8 +117,10 @@ pub fn try_interpolate(
     x: Tensor<4>,
     options: InterpolateOptions,
 ) -> Result<Tensor<4>, ResizeError> {
-    autotune_rule(&x.device(), config::current().strict)?;
-    let maps = separable::axis_maps(&x, &options)?;
+    // One read of the configuration per resize: the autotune rule and the maps' limits.
+    let config = config::current();
+    autotune_rule(&x.device(), config.strict)?;
+    let maps = separable::axis_maps(&x, &options, &config)?;
     Ok(separable::resize(x, maps))
 }
 

@@ -66,11 +66,11 @@ impl AxisSizes {
 pub(crate) fn axis_maps(
     x: &Tensor<4>,
     options: &InterpolateOptions,
+    config: &DeterministicConfig,
 ) -> Result<AxisMaps, ResizeError> {
     let [_, _, h, w] = x.dims();
     let [p, q] = crate::error::output_size(x.dims(), options)?;
     let (device, dtype) = (x.device(), x.dtype());
-    let config = crate::config::current();
     Ok(AxisMaps {
         output: [p, q],
         height: axis_matrix(
@@ -82,7 +82,7 @@ pub(crate) fn axis_maps(
             options,
             dtype,
             &device,
-            &config,
+            config,
         )?,
         width: axis_matrix(
             AxisSizes {
@@ -93,7 +93,7 @@ pub(crate) fn axis_maps(
             options,
             dtype,
             &device,
-            &config,
+            config,
         )?,
     })
 }
