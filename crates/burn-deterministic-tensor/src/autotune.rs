@@ -16,7 +16,6 @@
 //!   stderr, or is refused with [`ResizeError::Autotuned`](crate::ResizeError::Autotuned) under
 //!   the configuration's `strict`; [`check`] fails early, before any resize.
 
-use burn::backend::{Backend, Dispatch};
 use burn::tensor::Device;
 use burn_deterministic_core::autotune::{AutotuneNotice, FrontDoor};
 
@@ -43,14 +42,9 @@ pub fn check(device: &Device) -> Result<(), AutotuneHazard> {
     if !compiled_in() {
         return Ok(());
     }
-    let backend = Dispatch::name(device.as_dispatch());
-    // Burn names a CubeCL backend `cubecl<runtime>`, nested in `dispatch<…>`, `autodiff<…>` and
-    // `fusion<…>`; the device's variant itself is only visible to crates built with the same
-    // backend features.
-    if backend.contains("cubecl<") {
-        Err(AutotuneHazard::new(FrontDoor::Tensor, backend))
-    } else {
-        Ok(())
+    match crate::cubecl_backend(device) {
+        Some(backend) => Err(AutotuneHazard::new(FrontDoor::Tensor, backend)),
+        None => Ok(()),
     }
 }
 

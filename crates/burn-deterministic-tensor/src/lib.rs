@@ -78,10 +78,11 @@ mod weights;
 
 /// The configuration, shared with the Burn 0.21 decorator (`burn-deterministic`): the layout of
 /// the backward's maps, the weight and cache limits and `strict` (refuse an autotuned device;
-/// checked with feature `autotune-check`, refused on any CubeCL device without it) apply here; `policy`, `modes`
-/// and `fixed_order_ops` decide what the decorator takes over and do not (these functions are
-/// called explicitly). Read the same way: a [`with_config`] scope, else [`set_config`]'s, else
-/// the `BURN_DETERMINISTIC_CONFIG` environment variable, else the defaults.
+/// checked with feature `autotune-check`, refused on any CubeCL device without it) apply here;
+/// `policy`, `modes` and `fixed_order_ops` decide what the decorator takes over and do not
+/// (these functions are called explicitly). Read the same way: a [`with_config`] scope, else
+/// [`set_config`]'s, else the `BURN_DETERMINISTIC_CONFIG` environment variable, else the
+/// defaults.
 pub use burn_deterministic_core::config;
 pub use config::{set_config, with_config, ConfigError, DeterministicConfig, WeightLayout};
 pub use error::{Axis, ResizeError};
@@ -138,9 +139,7 @@ pub(crate) fn autotune_rule(
     {
         // Whether this build autotunes is read off burn-cubecl, which only that feature
         // brings in: `strict` on a CubeCL device cannot be honoured without it, so it refuses.
-        use burn::backend::{Backend, Dispatch};
-        let backend = Dispatch::name(device.as_dispatch());
-        if strict && backend.contains("cubecl<") {
+        if strict && cubecl_backend(device).is_some() {
             Err(ResizeError::NotRouted {
                 device: format!("{device:?}"),
                 remedy: "`strict` on a CubeCL device needs this crate's `autotune-check` \
@@ -150,4 +149,13 @@ pub(crate) fn autotune_rule(
             Ok(())
         }
     }
+}
+
+/// The name Burn gives `device`'s backend when it is a CubeCL one. Burn names a CubeCL backend
+/// `cubecl<runtime>`, nested in `dispatch<…>`, `autodiff<…>` and `fusion<…>`; the device's
+/// variant itself is only visible to crates built with the same backend features.
+pub(crate) fn cubecl_backend(device: &burn::tensor::Device) -> Option<String> {
+    use burn::backend::{Backend, Dispatch};
+    let backend = Dispatch::name(device.as_dispatch());
+    backend.contains("cubecl<").then_some(backend)
 }
