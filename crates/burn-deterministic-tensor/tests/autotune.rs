@@ -16,7 +16,7 @@ use burn_deterministic_tensor::{
     extension, interpolate, try_interpolate, with_config, DeterministicConfig, ResizeError,
     WeightLayout,
 };
-use burn_deterministic_testkit::walk;
+use burn_deterministic_testkit::{fresh_dir, walk};
 use common::{
     bits_hash, check_golden, child_case, child_output_with, tensor, uniform, values, values_of,
     GoldenCase,
@@ -186,9 +186,7 @@ fn strict_refuses_exactly_an_autotuned_device() {
 /// second pin in one process is refused.
 #[test]
 fn a_pinned_cache_is_filled_and_shared() {
-    let dir = std::env::temp_dir().join(format!("bdt-pinned-cache-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let dir = fresh_dir("pinned-cache");
     let run = || {
         let env = [
             (PIN_DIR_ENV, dir.to_str().expect("a UTF-8 path")),
@@ -236,8 +234,10 @@ fn golden_batched_f32_cases_on_wgpu_through_both_mechanisms() {
 #[test]
 fn pinning_after_first_use_is_refused() {
     values(Tensor::<1>::ones([4], &common::vulkan()));
+    let dir = fresh_dir("late-pin");
     assert_eq!(
-        use_autotune_cache_dir(std::env::temp_dir().join("bdt-late-pin")),
+        use_autotune_cache_dir(&dir),
         Err(PinCacheError::AlreadyConfigured)
     );
+    let _ = std::fs::remove_dir_all(dir);
 }
