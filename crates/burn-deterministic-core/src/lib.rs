@@ -17,7 +17,12 @@
 //! - [`WeightCache`]: built maps kept per geometry, bounded;
 //! - [`ResizeError`]: what a resize refuses, the one error both front doors return;
 //! - [`config`]: the one configuration both front doors read (scoped, process, environment);
-//! - [`autotune`]: the CubeCL autotune hazard, its notice and the `strict` rule.
+//! - [`autotune`]: the CubeCL autotune hazard, its notice and the `strict` rule;
+//! - [`PairwisePlan`]: a fixed order for adding values that share a key (scatter-add, the
+//!   backward of gather), run by the front doors as passes in which no place receives more
+//!   than two values; [`element_keys`], [`row_keys`], [`tuple_keys`] and [`IndexError`]: the
+//!   keys of an indexing op, checked; [`corner_samples`]: where a deformable convolution's
+//!   samples read.
 //!
 //! **Not a stable API.** This crate is an implementation detail of the front doors, which
 //! depend on it with an exact version; its items may change in any release.
@@ -38,8 +43,11 @@ pub mod autotune;
 mod cache;
 pub mod config;
 mod cost;
+mod deform;
 mod error;
 mod geometry;
+mod indexing;
+mod pairwise;
 mod taps;
 mod weights;
 
@@ -50,8 +58,11 @@ pub use cache::{
 pub use cost::{
     band_entries, height_first, product, reading_bytes, AxisEstimate, BandPolicy, Cost,
 };
+pub use deform::{corner_samples, DeformGeometry, SampleFloat};
 pub use error::{Axis, ResizeError};
 pub use geometry::{band_shapes, ranges_along, BandShape, Layout, Stride};
+pub use indexing::{element_keys, row_keys, tuple_keys, IndexError};
+pub use pairwise::{PairwiseLevel, PairwisePlan};
 pub use taps::{tap_window, tap_windows};
 pub use weights::{comb, decode_axis, AxisWeights};
 

@@ -40,9 +40,11 @@
 //! and so is a mode the device's backend has no forward kernel for (there are no weights to
 //! read: flex 0.22.1 has no nearest-exact, wgpu has).
 //!
-//! Beyond the resize, Burn 0.22 gives this crate no op to intercept; [`fixed_order`] has the
-//! reductions to call instead of Burn's where CubeCL's add in a varying order (a `sum()` loss,
-//! gradient clipping by norm).
+//! Beyond the resize, Burn 0.22 gives this crate no op to intercept; [`fixed_order`] has a
+//! function to call instead of each Burn op whose sums meet in a varying order on CubeCL: the
+//! reductions (a `sum()` loss, gradient clipping by norm, also as an optimizer adaptor), the
+//! indexing ops whose forward or backward scatter-adds (`gather`, `select`, `scatter`,
+//! `select_assign`, `gather_nd`, `scatter_nd`) and `deform_conv2d`'s input gradient.
 //!
 //! Bit-reproducible across processes on a CubeCL device (wgpu, cuda, rocm) only with `burn`
 //! built without its default `autotune` feature, or with every process reading one filled
@@ -86,6 +88,7 @@ mod weights;
 pub use burn_deterministic_core::config;
 pub use config::{set_config, with_config, ConfigError, DeterministicConfig, WeightLayout};
 pub use error::{Axis, ResizeError};
+pub use fixed_order::IndexError;
 pub use module::{Interpolate2d, Interpolate2dConfig};
 pub use separable::{cache_stats, reset_cache, CacheStats};
 

@@ -3,10 +3,11 @@
 //! promise there: the same parameters, bit for bit, from separate processes.
 //!
 //! Controls: Burn's own `interpolate` in the same training panics (so the test exercises what
-//! this crate adds), and a plain op that ends in float atomics (a deformable convolution's
-//! input gradient) on the same backend gives different bits across processes (so the
-//! two-process comparison can see drift where there is some). Every child process starts with
-//! an empty autotune cache.
+//! this crate adds); that plain ops ending in float atomics (a deformable convolution's input
+//! gradient, a gather's backward) give different bits across processes on the same backend and
+//! build, so that the comparison can see drift where there is some, is shown next to their
+//! fixed-order replacements in `tests/indexing.rs`. Every child process starts with an empty
+//! autotune cache.
 
 mod common;
 
@@ -140,22 +141,6 @@ fn child_process_helper() {
         }
         return;
     }
-    if what == "scatter-add" {
-        // 1 Mi values added into 4 rows: Burn 0.22.1's CubeCL adds them with float atomics when
-        // the device has atomic float add (`scatter_add_atomic` in burn-cubecl's scatter.rs).
-        use burn::tensor::{IndexingUpdateOp, Int};
-        let n = 1 << 20;
-        let values_ = tensor(&uniform(22, n), [1, 1, 1, n], DType::F32, &device).reshape([1, n]);
-        let rows: Vec<i64> = (0..n as i64).map(|i| i % 4).collect();
-        let indices =
-            Tensor::<2, Int>::from_data(burn::tensor::TensorData::new(rows, [1, n]), &device);
-        for _ in 0..3 {
-            let zeros = Tensor::<2>::zeros([1, 4], &device);
-            let summed = zeros.scatter(1, indices.clone(), values_.clone(), IndexingUpdateOp::Add);
-            println!("SCATTER={}", bits_hash([summed]));
-        }
-        return;
-    }
     if what == "train-sum-loss" {
         let (hash, losses) = train(&device, Recipe::fixed_order_sum_loss());
         println!("HASH={hash}");
@@ -167,15 +152,6 @@ fn child_process_helper() {
                 .collect::<Vec<_>>()
                 .join(",")
         );
-        return;
-    }
-    if what == "deform" {
-        for _ in 0..3 {
-            println!(
-                "DEFORM={}",
-                bits_hash([crowded_deform_conv_input_grad(&device)])
-            );
-        }
         return;
     }
     let (kind, mode) = what.split_once('-').expect("what is kind-mode");
@@ -207,54 +183,6 @@ fn child_process_helper() {
     println!("HASH={hash}");
     println!("FIRST_LOSS={}", losses[0]);
     println!("LAST_LOSS={}", losses[STEPS - 1]);
-}
-
-/// The input gradient of a deformable convolution whose offsets pull every sample of a large,
-/// padded output onto the same fractional point of a `[1, 2, 6, 6]` input, so each of its four
-/// neighbours receives about 12 000 contributions. CubeCL 0.22.1 adds them with float atomics
-/// (`deform_col2img` in burn-cubecl's `deform_conv_transpose2d.rs`), in every feature set.
-fn crowded_deform_conv_input_grad(device: &Device) -> Tensor<4> {
-    use burn::tensor::module::deform_conv2d;
-    use burn::tensor::ops::DeformConvOptions;
-    let (channels, size, kernel, padding) = (2, 6, 3, 16);
-    let out = size + 2 * padding - (kernel - 1);
-    let taps = kernel * kernel;
-    let x = tensor(
-        &uniform(11, channels * size * size),
-        [1, channels, size, size],
-        DType::F32,
-        device,
-    )
-    .require_grad();
-    let weight = tensor(
-        &uniform(12, channels * channels * taps),
-        [channels, channels, kernel, kernel],
-        DType::F32,
-        device,
-    );
-    // Offset channel `2 * tap + axis` (axis 0: rows) moves the tap's grid position to 2.3.
-    let offsets: Vec<f64> = (0..2 * taps * out * out)
-        .map(|i| {
-            let (pixel, channel) = (i % (out * out), i / (out * out));
-            let (tap, axis) = (channel / 2, channel % 2);
-            let (out_pos, tap_pos) = match axis {
-                0 => (pixel / out, tap / kernel),
-                _ => (pixel % out, tap % kernel),
-            };
-            2.3 - (out_pos + tap_pos) as f64 + padding as f64
-        })
-        .collect();
-    let offset = tensor(&offsets, [1, 2 * taps, out, out], DType::F32, device);
-    let upstream = tensor(
-        &uniform(13, channels * out * out),
-        [1, channels, out, out],
-        DType::F32,
-        device,
-    );
-    let options = DeformConvOptions::new([1, 1], [padding, padding], [1, 1], 1, 1);
-    let y = deform_conv2d(x.clone(), offset, weight, None, None, options);
-    let gradients = (y * upstream).sum().backward();
-    x.grad(&gradients).expect("x has a gradient")
 }
 
 /// The fixed-order functions against Burn's own ops on `device`: exact on small integers
@@ -435,20 +363,6 @@ mod wgpu {
         assert_eq!(fixed, 1);
     }
 
-    /// Burn 0.22.1's float `scatter` with `Add` (what the backward of `gather` and `select`
-    /// calls), 1 Mi values into 4 rows, gives more than one result across 5 processes × 3
-    /// repeats: a hazard of Burn 0.22 the crate has no rewrite for (no backend type to
-    /// decorate), listed in its contract.
-    #[test]
-    fn burn_scatter_add_drifts_across_processes() {
-        let distinct = distinct_across_processes("wgpu/scatter-add", "SCATTER", 15);
-        eprintln!("plain wgpu scatter-add: {distinct} distinct value(s) in 15");
-        assert!(
-            distinct > 1,
-            "Burn's scatter-add did not drift on this backend"
-        );
-    }
-
     /// A training whose loss is a full sum and whose gradients are clipped by norm, both with
     /// the crate's fixed-order functions: one loss sequence and one parameter hash in 5
     /// processes. (Its control is the test above: Burn's own sum drifting on this backend.)
@@ -476,20 +390,6 @@ mod wgpu {
             assert_eq!(run, &runs[0], "5 processes trained differently");
         }
     }
-
-    /// The negative control of the comparisons above: on the same backend and build, a plain
-    /// op that ends in float atomics gives different bits across 5 processes × 3 repeats.
-    /// (With Burn's default features the full `sum()` is no such control any more: autotune
-    /// picks an atomic-free reduction on llvmpipe, and it gave one value in every process.)
-    #[test]
-    fn plain_deform_conv_input_grad_drifts_across_processes() {
-        let distinct = distinct_across_processes("wgpu/deform", "DEFORM", 15);
-        eprintln!("plain wgpu deform_conv2d input gradient: {distinct} distinct value(s) in 15");
-        assert!(
-            distinct > 1,
-            "the plain deform_conv2d gradient did not drift: the two-process comparison is not shown able to fail"
-        );
-    }
 }
 
 mod flex {
@@ -508,5 +408,45 @@ mod flex {
     #[test]
     fn lanczos3_training_is_bit_reproducible_across_processes() {
         assert_trains_reproducibly("flex", "lanczos3");
+    }
+
+    /// `NormClipped` around Burn's SGD steps as SGD configured with
+    /// `GradientClipping::Norm` does (within f32 rounding: the norms add in another order), and
+    /// the clipping acts (an unclipped step lands elsewhere).
+    #[test]
+    #[cfg(feature = "optim")]
+    fn norm_clipped_steps_like_burns_norm_clipping() {
+        use burn::nn::{Linear, LinearConfig};
+        use burn::optim::grad_clipping::GradientClippingConfig;
+        use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
+        use burn_deterministic_tensor::fixed_order::NormClipped;
+
+        let device = common::flex();
+        let linear: Linear = LinearConfig::new(64, 32).init(&device);
+        let input =
+            tensor(&uniform(50, 8 * 64), [1, 1, 8, 64], DType::F32, &device).reshape([8, 64]);
+        let gradients = |model: &Linear| {
+            let loss = model.forward(input.clone()).square().mean();
+            GradientsParams::from_grads(loss.backward(), model)
+        };
+        let step = |mut optimizer: ModuleOptimizer| {
+            let stepped = optimizer.step(0.5, linear.clone(), gradients(&linear));
+            values(stepped.weight.val())
+        };
+        let ours = step(NormClipped::new(SgdConfig::new().build(), 0.01).into());
+        let burns = step(
+            SgdConfig::new()
+                .with_gradient_clipping(Some(GradientClippingConfig::Norm(0.01)))
+                .init(),
+        );
+        let unclipped = step(SgdConfig::new().init());
+        assert!(
+            max_scaled_error(&ours, &burns) <= 1e-6,
+            "NormClipped differs from Burn's"
+        );
+        assert!(
+            max_scaled_error(&ours, &unclipped) > 1e-4,
+            "the threshold did not clip: the comparison cannot fail"
+        );
     }
 }

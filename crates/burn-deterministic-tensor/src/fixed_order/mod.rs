@@ -1,5 +1,14 @@
-//! Fixed-order reductions to call instead of Burn 0.22's where the bits must not change between
-//! runs.
+//! Fixed-order replacements for the Burn 0.22 ops whose sums meet in a varying order: call
+//! these instead of Burn's where the bits must not change between runs.
+//!
+//! - Reductions: [`sum`], [`mean`], [`l2_norm`], and [`clip_by_norm`] (the clipping of Burn's
+//!   `GradientClipping::Norm`); `NormClipped` (feature `optim`) wraps any Burn optimizer with
+//!   that clipping.
+//! - Indexing ([`gather`], [`select`], [`scatter`], [`select_assign`], [`gather_nd`],
+//!   [`scatter_nd`]): Burn's forward, with every sum (the forward of a scatter-add, the backward
+//!   of a gather) added as a fixed pairwise tree.
+//! - [`deform_conv2d`]: Burn's forward and weight, offset and mask gradients, with a fixed-order
+//!   input gradient.
 //!
 //! Burn 0.22 has no backend type to decorate, so this crate cannot rewrite `Tensor::sum` the way
 //! the Burn 0.21 decorator does. On CubeCL backends (wgpu, cuda, rocm) a full `sum()` meets its
@@ -18,6 +27,22 @@
 //! assert_eq!(fixed_order::sum(x.clone()).into_scalar::<f32>(), 15000.0);
 //! assert_eq!(fixed_order::mean(x).into_scalar::<f32>(), 1.0);
 //! ```
+
+#[cfg(feature = "optim")]
+mod clipping;
+mod deform;
+mod indexing;
+mod rows;
+
+pub use burn_deterministic_core::IndexError;
+#[cfg(feature = "optim")]
+#[cfg_attr(docsrs, doc(cfg(feature = "optim")))]
+pub use clipping::NormClipped;
+pub use deform::deform_conv2d;
+pub use indexing::{
+    gather, gather_nd, scatter, scatter_nd, select, select_assign, try_gather, try_gather_nd,
+    try_scatter, try_scatter_nd, try_select, try_select_assign,
+};
 
 use burn::tensor::{DType, FloatDType, Tensor};
 use burn_deterministic_core::FIXED_ORDER_ROW;
