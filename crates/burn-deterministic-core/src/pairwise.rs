@@ -21,6 +21,9 @@
 
 use std::collections::HashMap;
 
+/// A group of equal keys and how many nodes it has at one level.
+type GroupNodes = (usize, usize);
+
 /// One level of a [`PairwisePlan`]: `nodes` values, the first `parents.len()` of which are
 /// added into node `parents[i]` of the next level (at most two into any one), the rest being
 /// roots.
@@ -84,7 +87,7 @@ impl PairwisePlan {
 
         // `active`: the groups with two or more nodes at the current level, in node order, with
         // their node counts; their nodes are the level's first, contiguous per group.
-        let mut active: Vec<(usize, usize)> = shared
+        let mut active: Vec<GroupNodes> = shared
             .iter()
             .map(|&group| (group, members[group].len()))
             .collect();
@@ -92,11 +95,11 @@ impl PairwisePlan {
         let mut levels = Vec::new();
         while !active.is_empty() {
             // The next level: groups still above one node first, then the new roots.
-            let halved: Vec<(usize, usize)> = active
+            let halved: Vec<GroupNodes> = active
                 .iter()
                 .map(|&(group, count)| (group, count.div_ceil(2)))
                 .collect();
-            let (still, done): (Vec<(usize, usize)>, Vec<(usize, usize)>) =
+            let (still, done): (Vec<GroupNodes>, Vec<GroupNodes>) =
                 halved.iter().partition(|&&(_, count)| count > 1);
             let mut next_start: HashMap<usize, usize> = HashMap::new();
             let mut next_nodes = 0;

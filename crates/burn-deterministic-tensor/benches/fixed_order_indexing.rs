@@ -16,7 +16,6 @@
 
 use burn::tensor::module;
 use burn::tensor::ops::DeformConvOptions;
-use burn::tensor::wgpu::WgpuBackend;
 use burn::tensor::{DType, Device, IndexingUpdateOp, Int, Tensor, TensorData};
 use burn_deterministic_tensor::fixed_order;
 use criterion::Criterion;
@@ -64,7 +63,7 @@ fn bench_device(c: &mut Criterion, name: &str, device: &Device) {
         let mut group = c.benchmark_group(format!("gather_backward/{name}/{rows}"));
         let gathers: [(&str, Gather); 2] = [
             ("burn", |x, d, i| x.gather(d, i)),
-            ("fixed_order", |x, d, i| fixed_order::gather(x, d, i)),
+            ("fixed_order", fixed_order::gather),
         ];
         for (label, gather) in gathers {
             group.bench_function(label, |b| {
@@ -144,14 +143,7 @@ fn median(group: &str, id: &str) -> Option<f64> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    let path = target
-        .join("criterion")
-        .join(group.replace('/', "_"))
-        .join(id)
-        .join("new/estimates.json");
-    let estimates: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    Some(estimates["median"]["point_estimate"].as_f64()? * 1e-9)
+    burn_deterministic_testkit::criterion_median(&target, group, id)
 }
 
 fn main() {
@@ -162,10 +154,7 @@ fn main() {
         .measurement_time(Duration::from_secs(if quick { 3 } else { 10 }))
         .configure_from_args();
     bench_device(&mut c, "flex", &Device::flex());
-    let (wgpu, _) = Device::wgpu_options()
-        .graphics_api(WgpuBackend::Vulkan)
-        .init_with_setup()
-        .expect("a Vulkan adapter for wgpu (software Vulkan: mesa-vulkan-drivers)");
+    let wgpu = common::vulkan_without_autodiff();
     bench_device(&mut c, "wgpu", &wgpu);
     c.final_summary();
 

@@ -22,7 +22,6 @@
 //! estimates of this run, and banded / dense.
 
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
-use burn::tensor::wgpu::WgpuBackend;
 use burn::tensor::{DType, Device, Tensor};
 use criterion::Criterion;
 // The tests' helpers (inputs from a seeded LCG, in a dtype on a device).
@@ -214,14 +213,7 @@ fn median(group: &str, id: &str) -> Option<f64> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    let path = target
-        .join("criterion")
-        .join(group.replace('/', "_"))
-        .join(id)
-        .join("new/estimates.json");
-    let estimates: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    Some(estimates["median"]["point_estimate"].as_f64()? * 1e-9)
+    burn_deterministic_testkit::criterion_median(&target, group, id)
 }
 
 /// One line: `label`'s median, `baseline`'s, and their ratio, when both ran.
@@ -298,10 +290,7 @@ fn main() {
         .measurement_time(Duration::from_secs(if quick { 3 } else { 10 }))
         .configure_from_args();
     bench_device(&mut c, "flex", &Device::flex());
-    let (wgpu, _) = Device::wgpu_options()
-        .graphics_api(WgpuBackend::Vulkan)
-        .init_with_setup()
-        .expect("a Vulkan adapter for wgpu (software Vulkan: mesa-vulkan-drivers)");
+    let wgpu = common::vulkan_without_autodiff();
     bench_device(&mut c, "wgpu", &wgpu);
     #[cfg(all(feature = "extension-flex", feature = "extension-wgpu"))]
     for (name, device) in [("flex", Device::flex()), ("wgpu", wgpu.clone())] {

@@ -81,7 +81,7 @@ fn gather_matches_burns(device: &Device, dtype: DType) {
             let grads = (y.clone() * upstream.clone()).sum().backward();
             (y, values(x.grad(&grads).expect("x has a gradient")))
         };
-        let (ours, our_grad) = run(|x, d, i| fixed_order::gather(x, d, i));
+        let (ours, our_grad) = run(fixed_order::gather);
         let (burns, burn_grad) = run(|x, d, i| x.gather(d, i));
         assert_eq!(ours.to_data(), burns.to_data(), "gather dim {dim}: forward");
         assert_close(
@@ -113,7 +113,7 @@ fn select_matches_burns(device: &Device, dtype: DType) {
             let grads = (y.clone() * upstream.clone()).sum().backward();
             (y, values(x.grad(&grads).expect("x has a gradient")))
         };
-        let (ours, our_grad) = run(|x, d, i| fixed_order::select(x, d, i));
+        let (ours, our_grad) = run(fixed_order::select);
         let (burns, burn_grad) = run(|x, d, i| x.select(d, i));
         assert_eq!(ours.to_data(), burns.to_data(), "select dim {dim}: forward");
         assert_close(

@@ -1,7 +1,8 @@
 //! What the tests of both front doors share and that does not depend on Burn (the two front
 //! doors use two Burn versions whose types differ): the PyTorch golden vectors as read from the
-//! repository's test data, helper tests run in new processes, and temporary directories. Each
-//! test suite turns a case into its Burn version's options and dtypes itself.
+//! repository's test data, helper tests run in new processes, temporary directories, and the
+//! medians criterion wrote for a benchmark run. Each test suite turns a case into its Burn
+//! version's options and dtypes itself.
 
 pub mod child;
 pub mod golden;
@@ -35,6 +36,20 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// Criterion's median, in seconds, of benchmark `id` of `group` in the latest run, read from
+/// the estimates it wrote under `target` (`target/criterion/<group>/<id>/new/estimates.json`,
+/// `/` in the group written `_`). `None` where that benchmark did not run.
+pub fn criterion_median(target: &Path, group: &str, id: &str) -> Option<f64> {
+    let path = target
+        .join("criterion")
+        .join(group.replace('/', "_"))
+        .join(id)
+        .join("new/estimates.json");
+    let estimates: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    Some(estimates["median"]["point_estimate"].as_f64()? * 1e-9)
 }
 
 #[cfg(test)]

@@ -17,6 +17,11 @@ pub fn flex() -> Device {
 /// numbers), with autodiff. Without an adapter the test **fails**: a wgpu test that cannot run
 /// its check must not report success.
 pub fn vulkan() -> Device {
+    vulkan_without_autodiff().autodiff()
+}
+
+/// [`vulkan`] without autodiff (the benchmarks' forward-only baselines).
+pub fn vulkan_without_autodiff() -> Device {
     static DEVICE: OnceLock<Result<Device, String>> = OnceLock::new();
     DEVICE
         .get_or_init(|| {
@@ -32,7 +37,6 @@ pub fn vulkan() -> Device {
         .unwrap_or_else(|reason| {
             panic!("{reason}. The wgpu tests need a Vulkan driver: install mesa-vulkan-drivers")
         })
-        .autodiff()
 }
 
 pub use burn_deterministic_testkit::golden::{
