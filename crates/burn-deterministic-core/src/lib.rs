@@ -41,6 +41,7 @@
 
 pub mod autotune;
 mod cache;
+pub mod check;
 pub mod config;
 mod cost;
 mod deform;

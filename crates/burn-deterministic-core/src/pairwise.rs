@@ -62,35 +62,36 @@ pub struct PairwisePlan {
 impl PairwisePlan {
     /// The plan for adding value `i` into key `keys[i]`, for every `i`.
     pub fn new(keys: &[usize]) -> Self {
-        // Groups of equal keys, in order of first occurrence, each with its values in order.
-        let mut group_of: HashMap<usize, usize> = HashMap::new();
-        let mut group_keys: Vec<usize> = Vec::new();
-        let mut members: Vec<Vec<usize>> = Vec::new();
-        for (value, &key) in keys.iter().enumerate() {
-            let group = *group_of.entry(key).or_insert_with(|| {
-                group_keys.push(key);
-                members.push(Vec::new());
-                group_keys.len() - 1
-            });
-            members[group].push(value);
+        // Groups of equal keys, numbered in order of first occurrence.
+        let (group_of_value, group_keys) = group_by_first_occurrence(keys);
+        let groups = group_keys.len();
+        let mut counts = vec![0usize; groups];
+        for &group in &group_of_value {
+            counts[group] += 1;
         }
 
-        // Level 0: keys with several values first, then the lone values.
+        // Level 0: keys with several values first, then the lone values; each group's values
+        // contiguous and in their order (a counting sort by group).
         let (shared, alone): (Vec<usize>, Vec<usize>) =
-            (0..group_keys.len()).partition(|&group| members[group].len() > 1);
-        let leaf_order: Vec<usize> = shared
-            .iter()
-            .chain(&alone)
-            .flat_map(|&group| members[group].iter().copied())
-            .collect();
+            (0..groups).partition(|&group| counts[group] > 1);
+        let mut slot = vec![0usize; groups];
+        let mut next = 0;
+        for &group in shared.iter().chain(&alone) {
+            slot[group] = next;
+            next += counts[group];
+        }
+        let mut leaf_order = vec![0usize; keys.len()];
+        for (value, &group) in group_of_value.iter().enumerate() {
+            leaf_order[slot[group]] = value;
+            slot[group] += 1;
+        }
         let mut root_keys: Vec<usize> = alone.iter().map(|&group| group_keys[group]).collect();
 
         // `active`: the groups with two or more nodes at the current level, in node order, with
         // their node counts; their nodes are the level's first, contiguous per group.
-        let mut active: Vec<GroupNodes> = shared
-            .iter()
-            .map(|&group| (group, members[group].len()))
-            .collect();
+        let mut active: Vec<GroupNodes> =
+            shared.iter().map(|&group| (group, counts[group])).collect();
+        let mut next_start = slot; // reused: each group's first node on the next level
         let mut nodes = keys.len();
         let mut levels = Vec::new();
         while !active.is_empty() {
@@ -101,15 +102,14 @@ impl PairwisePlan {
                 .collect();
             let (still, done): (Vec<GroupNodes>, Vec<GroupNodes>) =
                 halved.iter().partition(|&&(_, count)| count > 1);
-            let mut next_start: HashMap<usize, usize> = HashMap::new();
             let mut next_nodes = 0;
             for &(group, count) in still.iter().chain(&done) {
-                next_start.insert(group, next_nodes);
+                next_start[group] = next_nodes;
                 next_nodes += count;
             }
             let mut parents = Vec::with_capacity(active.iter().map(|&(_, c)| c).sum());
             for &(group, count) in &active {
-                let start = next_start[&group];
+                let start = next_start[group];
                 parents.extend((0..count).map(|node| start + node / 2));
             }
             levels.push(PairwiseLevel { nodes, parents });
@@ -198,6 +198,37 @@ impl PairwisePlan {
     }
 }
 
+/// Each value's group and each group's key, groups numbered by first occurrence. Keys in a
+/// range not much larger than their count are looked up in a table, others hashed.
+fn group_by_first_occurrence(keys: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    const NEW: usize = usize::MAX;
+    let mut group_keys = Vec::new();
+    let span = keys.iter().max().map_or(0, |&max| max + 1);
+    let group_of_value = if span <= 4 * keys.len() + 4096 {
+        let mut group_of_key = vec![NEW; span];
+        keys.iter()
+            .map(|&key| {
+                if group_of_key[key] == NEW {
+                    group_of_key[key] = group_keys.len();
+                    group_keys.push(key);
+                }
+                group_of_key[key]
+            })
+            .collect()
+    } else {
+        let mut group_of_key: HashMap<usize, usize> = HashMap::with_capacity(keys.len());
+        keys.iter()
+            .map(|&key| {
+                *group_of_key.entry(key).or_insert_with(|| {
+                    group_keys.push(key);
+                    group_keys.len() - 1
+                })
+            })
+            .collect()
+    };
+    (group_of_value, group_keys)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,6 +299,9 @@ mod tests {
         for (seed, n, distinct) in [(1, 100, 3), (2, 1000, 1000), (3, 5000, 17), (4, 777, 400)] {
             check(&keys(seed, n, distinct));
         }
+        // Keys spread far wider than their count (hashed, not tabled).
+        let sparse: Vec<usize> = keys(5, 300, 40).iter().map(|k| k * 1_000_003).collect();
+        check(&sparse);
     }
 
     #[test]

@@ -76,6 +76,9 @@ pub mod extension;
 pub mod fixed_order;
 mod module;
 mod separable;
+#[cfg(feature = "train")]
+#[cfg_attr(docsrs, doc(cfg(feature = "train")))]
+pub mod train;
 mod weights;
 
 /// The configuration, shared with the Burn 0.21 decorator (`burn-deterministic`): the layout of
@@ -100,7 +103,7 @@ use burn::tensor::Tensor;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "train"))]
 #[doc = include_str!("../../../docs/burn-0.22.md")]
 struct Burn022Doctests;
 

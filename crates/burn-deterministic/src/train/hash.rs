@@ -3,7 +3,7 @@
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::backend::Backend;
 use burn::tensor::Tensor;
-use sha2::{Digest, Sha256};
+use burn_deterministic_core::check::ParameterHasher;
 
 /// SHA-256, as 64 lowercase hex digits, over the bytes of every float parameter of `module`:
 /// in the order [`Module::visit`] visits them (the order of the fields, depth first, as
@@ -28,18 +28,13 @@ use sha2::{Digest, Sha256};
 /// # }
 /// ```
 pub fn parameter_hash<B: Backend, M: Module<B>>(module: &M) -> String {
-    struct Collect(Sha256);
+    struct Collect(ParameterHasher);
     impl<B: Backend> ModuleVisitor<B> for Collect {
         fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
             self.0.update(param.val().into_data().as_bytes());
         }
     }
-    let mut collect = Collect(Sha256::new());
+    let mut collect = Collect(ParameterHasher::new());
     module.visit(&mut collect);
-    collect
-        .0
-        .finalize()
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    collect.0.finish()
 }
