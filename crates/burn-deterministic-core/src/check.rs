@@ -159,12 +159,17 @@ impl DeterminismCheck {
     /// Starts the runs one after the other and collects their hashes. Each run's stderr goes to
     /// this process's stderr; its stdout is read for the hash line and then passed on.
     pub fn run(&self) -> Result<CheckReport, CheckError> {
+        // Per check, process and run: checks that run side by side in one process (tests)
+        // must not share a run's files.
+        static CHECKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let check = CHECKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut hashes = Vec::with_capacity(self.runs);
+        let mut traces = Vec::with_capacity(self.runs);
         for run in 1..=self.runs {
-            let cache = std::env::temp_dir().join(format!(
-                "burn-deterministic-check-{}-{run}",
-                std::process::id()
-            ));
+            let name = format!("{}-{check}-{run}", std::process::id());
+            let trace = std::env::temp_dir().join(format!("burn-deterministic-trace-{name}"));
+            let _ = std::fs::remove_file(&trace);
+            let cache = std::env::temp_dir().join(format!("burn-deterministic-check-{name}"));
             let _ = std::fs::remove_dir_all(&cache);
             std::fs::create_dir_all(&cache).map_err(|e| CheckError::Start { run, error: e })?;
             eprintln!(
@@ -182,11 +187,14 @@ impl DeterminismCheck {
                 )
                 .env(CHECK_RUN_ENV, run.to_string())
                 .env(CHECK_AUTOTUNE_DIR_ENV, &cache)
+                .env(crate::trace::CHECK_TRACE_ENV, &trace)
                 .envs(self.env.iter().map(|(k, v)| (k, v)))
                 .stdin(Stdio::null())
                 .stderr(Stdio::inherit());
             let output = command.output();
             let _ = std::fs::remove_dir_all(&cache);
+            traces.push(std::fs::read_to_string(&trace).unwrap_or_default());
+            let _ = std::fs::remove_file(&trace);
             let output = output.map_err(|error| CheckError::Start { run, error })?;
             let stdout = String::from_utf8_lossy(&output.stdout);
             print!("{stdout}");
@@ -203,7 +211,16 @@ impl DeterminismCheck {
                 .ok_or(CheckError::NoHash { run })?;
             hashes.push(hash.trim().to_string());
         }
-        Ok(CheckReport { hashes })
+        // Where the first run that disagrees with run 1 first differs from it.
+        let first_difference = hashes
+            .iter()
+            .position(|hash| *hash != hashes[0])
+            .and_then(|run| crate::trace::first_difference(&traces[0], &traces[run]));
+        Ok(CheckReport {
+            traced: traces.iter().any(|trace| !trace.is_empty()),
+            hashes,
+            first_difference,
+        })
     }
 }
 
@@ -213,6 +230,12 @@ impl DeterminismCheck {
 pub struct CheckReport {
     /// One parameter hash per run.
     pub hashes: Vec<String>,
+    /// Where the first run whose hash differs from run 1's first differs from it, read from
+    /// the runs' traces (the front door's `train::record_gradients`); `None` when the hashes
+    /// agree or the traces do not tell.
+    pub first_difference: Option<crate::trace::FirstDifference>,
+    /// Whether any run wrote a trace.
+    pub traced: bool,
 }
 
 impl CheckReport {
@@ -243,6 +266,19 @@ impl fmt::Display for CheckReport {
                 self.hashes.len()
             )
         } else {
+            match (&self.first_difference, self.traced) {
+                (Some(difference), _) => writeln!(f, "{difference}")?,
+                (None, false) => writeln!(
+                    f,
+                    "first difference: not located (the training traced no step: call the \
+                     front door's `train::record_gradients` once per step)"
+                )?,
+                (None, true) => writeln!(
+                    f,
+                    "first difference: not located (every traced step agrees: the runs \
+                     differ after the last step traced)"
+                )?,
+            }
             write!(f, "determinism check FAILED: the parameter hashes differ")
         }
     }

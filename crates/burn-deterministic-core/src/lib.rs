@@ -49,7 +49,9 @@ mod error;
 mod geometry;
 mod indexing;
 mod pairwise;
+pub mod report;
 mod taps;
+pub mod trace;
 mod weights;
 
 pub use cache::{

@@ -75,6 +75,7 @@ mod error;
 pub mod extension;
 pub mod fixed_order;
 mod module;
+pub mod report;
 mod separable;
 #[cfg(feature = "train")]
 #[cfg_attr(docsrs, doc(cfg(feature = "train")))]
@@ -97,6 +98,8 @@ pub use separable::{cache_stats, reset_cache, CacheStats};
 
 use burn::tensor::ops::InterpolateOptions;
 use burn::tensor::Tensor;
+use burn_deterministic_core::Layout;
+use report::Rewrite;
 
 // The crate's README and the repository's Burn 0.22 page: their Rust snippets compile and run as
 // doctests of this crate.
@@ -126,8 +129,16 @@ pub fn try_interpolate(
 ) -> Result<Tensor<4>, ResizeError> {
     // One read of the configuration per resize: the autotune rule and the maps' limits.
     let config = config::current();
-    autotune_rule(&x.device(), config.strict)?;
+    let device = x.device();
+    autotune_rule(&device, config.strict)?;
     let maps = separable::axis_maps(&x, &options, &config)?;
+    // Both passes are dense GEMMs; autodiff derives the backward from them.
+    let mode = separable::resampling(&options).mode;
+    let layouts = [Layout::Dense, Layout::Dense];
+    report::record(&device, Rewrite::ResizeForward { mode, layouts });
+    if x.is_require_grad() {
+        report::record(&device, Rewrite::ResizeBackward { mode, layouts });
+    }
     Ok(separable::resize(x, maps))
 }
 

@@ -2,7 +2,8 @@
 //! only uses fixed-order ops gives one parameter hash in two new processes on flex and on wgpu
 //! (Vulkan; llvmpipe without a GPU), and the check says so; the same training with Burn's own
 //! `gather` (whose backward scatter-adds with float atomics on wgpu) gives two hashes, and the
-//! check fails: its negative control.
+//! check fails, and names step 1 and the table's gradient as where the runs first differ: its
+//! negative control, and the locator's.
 
 mod common;
 
@@ -10,39 +11,53 @@ use burn::module::{Module, Param};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 use burn_deterministic_tensor::fixed_order;
 use burn_deterministic_tensor::train::{
-    parameter_hash, print_parameter_hash, CheckError, DeterminismCheck, AUTOTUNE_CACHE_ENV,
+    parameter_hash, print_parameter_hash, record_gradients, CheckError, DeterminismCheck,
+    AUTOTUNE_CACHE_ENV,
 };
 use burn_deterministic_testkit::child::CASE_ENV;
 use common::{child_case, uniform};
 
 const HELPER: &str = "child_process_helper";
 
-/// A table of 64 × 8 embeddings, each step gathered at 256 Ki indices (every row thousands of
-/// times) and pulled towards a target by plain SGD.
+/// A scale and a table of 64 × 8 embeddings; each step gathers the table at 256 Ki indices
+/// (every row thousands of times), scales the rows, and pulls them towards a target by plain
+/// SGD. Only the table's gradient goes through the gather's backward; the scale's is a
+/// fixed-order sum either way.
 #[derive(Module, Debug)]
 struct Table {
+    scale: Param<Tensor<1>>,
     rows: Param<Tensor<2>>,
 }
 
 fn train(device: &Device, fixed: bool) -> Table {
     let mut rows = Tensor::<2>::from_data(TensorData::new(uniform(1, 64 * 8), [64, 8]), device);
+    let mut scale = Tensor::<1>::ones([8], device);
     let n = 1 << 18;
     let spread: Vec<i64> = (0..n as i64).map(|i| (i * 37) % 64).collect();
     let indices =
         Tensor::<2, Int>::from_data(TensorData::new(spread, [n, 1]), device).expand([n, 8]);
     let target = Tensor::<2>::from_data(TensorData::new(uniform(2, n * 8), [n, 8]), device);
-    for _ in 0..3 {
-        let tracked = rows.clone().require_grad();
-        let gathered = match fixed {
-            true => fixed_order::gather(tracked.clone(), 0, indices.clone()),
-            false => tracked.clone().gather(0, indices.clone()),
+    for step in 1..=3 {
+        let table = Table {
+            scale: Param::from_tensor(scale),
+            rows: Param::from_tensor(rows),
         };
-        let loss = fixed_order::mean((gathered - target.clone()).square());
+        let (s, r) = (table.scale.val(), table.rows.val());
+        let gathered = match fixed {
+            true => fixed_order::gather(r.clone(), 0, indices.clone()),
+            false => r.clone().gather(0, indices.clone()),
+        };
+        let scaled = gathered * s.clone().unsqueeze::<2>();
+        let loss = fixed_order::mean((scaled - target.clone()).square());
         let grads = loss.backward();
-        let grad = tracked.grad(&grads).expect("the rows have a gradient");
-        rows = (tracked.inner() - grad.mul_scalar(100.0)).autodiff();
+        record_gradients(step, &table, &grads);
+        let rows_grad = r.grad(&grads).expect("the rows have a gradient");
+        let scale_grad = s.grad(&grads).expect("the scale has a gradient");
+        rows = (r.inner() - rows_grad.mul_scalar(100.0)).autodiff();
+        scale = (s.inner() - scale_grad).autodiff();
     }
     Table {
+        scale: Param::from_tensor(scale),
         rows: Param::from_tensor(rows),
     }
 }
@@ -77,6 +92,8 @@ fn a_fixed_order_training_passes_the_check_on_flex_and_wgpu() {
     for case in ["flex/fixed", "wgpu/fixed"] {
         let report = check(case);
         assert!(report.identical(), "{case}: {report}");
+        assert!(report.traced, "{case}: the runs traced no step");
+        assert_eq!(report.first_difference, None, "{case}");
         assert!(report.to_string().contains("determinism check passed"));
     }
 }
@@ -88,8 +105,25 @@ fn the_check_fails_a_training_through_burns_atomic_gather_backward_on_wgpu() {
         !report.identical(),
         "Burn's gather backward gave one hash in 2 processes: the control cannot fail"
     );
-    assert!(report.to_string().contains("determinism check FAILED"));
+    let text = report.to_string();
+    assert!(text.contains("determinism check FAILED"), "{text}");
     assert_ne!(report.exit_code(), std::process::ExitCode::SUCCESS);
+    // The locator names the step and the one parameter whose gradient went through it.
+    let difference = report
+        .first_difference
+        .as_ref()
+        .unwrap_or_else(|| panic!("the check did not locate the difference:\n{text}"));
+    assert_eq!(difference.step, 1, "{text}");
+    assert_eq!(difference.parameter, "rows", "{text}");
+    assert_eq!(
+        (difference.differing, difference.parameters),
+        (1, 2),
+        "{text}"
+    );
+    assert!(
+        text.contains("first difference: step 1, gradient of `rows` (1 of 2 parameters"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -110,6 +144,7 @@ fn the_hash_covers_every_float_parameter_bit_for_bit() {
     assert_eq!(hash, parameter_hash(&table.clone()));
     let nudged = table.rows.val().inner().add_scalar(1e-3).autodiff();
     let other = Table {
+        scale: table.scale.clone(),
         rows: Param::from_tensor(nudged),
     };
     assert_ne!(

@@ -610,4 +610,77 @@ mod flex {
             assert_eq!(distinct, 1, "the fixed-order {key} drifted on flex");
         }
     }
+
+    /// The report counts each function on its device (other tests of this process count too:
+    /// at least one more each), names this crate and says the device does not autotune.
+    #[test]
+    fn the_report_counts_each_replacement_on_its_device() {
+        use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
+        use burn_deterministic_tensor::report::{report, Layout, Mode, Rewrite};
+
+        let counted = [
+            Rewrite::PairwiseGather,
+            Rewrite::PairwiseScatterAdd,
+            Rewrite::DeformConv2dInputGrad,
+            Rewrite::FixedOrderSum,
+            Rewrite::ResizeBackward {
+                mode: Mode::Bilinear,
+                layouts: [Layout::Dense, Layout::Dense],
+            },
+        ];
+        let counts = || {
+            let report = report();
+            counted.map(|wanted| {
+                report
+                    .devices
+                    .iter()
+                    .filter(|device| device.backend.contains("flex"))
+                    .flat_map(|device| &device.rewrites)
+                    .filter(|(rewrite, _)| *rewrite == wanted)
+                    .map(|(_, count)| count)
+                    .sum::<u64>()
+            })
+        };
+        let before = counts();
+        let device = common::flex();
+        let x = float(&uniform(60, 16), [1, 1, 4, 4], DType::F32, &device).require_grad();
+        let indices = ints(vec![0, 3, 3, 5], [4], &device);
+        let _ = fixed_order::gather(x.clone().reshape([16]), 0, indices.clone());
+        let _ = fixed_order::scatter(
+            Tensor::<1>::zeros([16], &device),
+            0,
+            indices,
+            Tensor::ones([4], &device),
+            IndexingUpdateOp::Add,
+        );
+        let offset = Tensor::<4>::zeros([1, 2, 4, 4], &device);
+        let weight = Tensor::<4>::ones([1, 1, 1, 1], &device);
+        let options = DeformConvOptions::new([1, 1], [0, 0], [1, 1], 1, 1);
+        let _ = fixed_order::deform_conv2d(x.clone(), offset, weight, None, None, options);
+        let _ = fixed_order::sum(x.clone());
+        let resize = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([8, 8]);
+        let _ = burn_deterministic_tensor::interpolate(x, resize);
+        let after = counts();
+        for ((rewrite, before), after) in counted.iter().zip(before).zip(after) {
+            assert!(after > before, "{rewrite}: {before} -> {after}");
+        }
+        let text = report().to_string();
+        assert!(
+            text.starts_with("burn-deterministic-tensor report"),
+            "{text}"
+        );
+        assert!(text.contains("pairwise scatter-add"), "{text}");
+        let json = report().to_json();
+        let flex = json["devices"]
+            .as_array()
+            .expect("devices")
+            .iter()
+            .find(|device| {
+                device["backend"]
+                    .as_str()
+                    .is_some_and(|b| b.contains("flex"))
+            })
+            .expect("the flex device is reported");
+        assert_eq!(flex["autotuned"], false);
+    }
 }

@@ -157,6 +157,22 @@ pub fn try_interpolate(
     crate::autotune_rule(&device, config.strict)?;
     let (height, height_layout) = axis_map(height, &options, dtype, &device, &config)?;
     let (width, width_layout) = axis_map(width, &options, dtype, &device, &config)?;
+    if x.is_require_grad() {
+        // The forward is Burn's own kernel; the backward this crate's adjoint.
+        let layout = |map: &AxisAdjoint| match map {
+            AxisAdjoint::Dense => Layout::Dense,
+            AxisAdjoint::Banded(band) => Layout::Banded {
+                block_size: band.block,
+            },
+        };
+        crate::report::record(
+            &device,
+            crate::report::Rewrite::ResizeBackward {
+                mode: resampling(&options).mode,
+                layouts: [layout(&height_layout), layout(&width_layout)],
+            },
+        );
+    }
     let options = InterpolateOptions {
         output_size: Some([p, q]),
         scale_factor: None,

@@ -69,6 +69,7 @@ pub fn deform_conv2d(
     if !tracks_input {
         return burns;
     }
+    crate::report::record(&x.device(), crate::report::Rewrite::DeformConv2dInputGrad);
     let [_, _, out_h, out_w] = burns.dims();
     let linear = input_path(
         x,

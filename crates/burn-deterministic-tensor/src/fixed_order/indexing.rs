@@ -20,6 +20,7 @@
 //! values move through `⌈log₂ m⌉ + 2` gathers or scatters, `m` the largest count of one index.
 
 use super::rows::{gather_rows, scatter_add_rows};
+use crate::report::Rewrite;
 use burn::tensor::{AsIndex, IndexingUpdateOp, Int, Tensor};
 use burn_deterministic_core::{element_keys, row_keys, tuple_keys, IndexError, PairwisePlan};
 
@@ -67,6 +68,7 @@ pub fn try_gather<const D: usize>(
         ));
     }
     let plan = PairwisePlan::new(&keys);
+    crate::report::record(&tensor.device(), Rewrite::PairwiseGather);
     Ok(gather_rows(tensor.reshape([-1, 1]), &plan).reshape(index_shape))
 }
 
@@ -112,6 +114,7 @@ pub fn try_select<const D: usize>(
         return Ok(Tensor::zeros(out_shape, (&tensor.device(), tensor.dtype())));
     }
     let plan = PairwisePlan::new(&keys);
+    crate::report::record(&tensor.device(), Rewrite::PairwiseGather);
     let rows = gather_rows(rows_along(tensor, dim), &plan);
     Ok(from_rows(rows, dim, out_shape))
 }
@@ -165,6 +168,7 @@ pub fn try_scatter<const D: usize>(
         return Ok(tensor);
     }
     let plan = PairwisePlan::new(&keys);
+    crate::report::record(&tensor.device(), Rewrite::PairwiseScatterAdd);
     let flat = scatter_add_rows(tensor.reshape([-1, 1]), &plan, values.reshape([-1, 1]));
     Ok(flat.reshape(shape))
 }
@@ -208,6 +212,7 @@ pub fn try_select_assign<const D: usize>(
         return Ok(tensor);
     }
     let plan = PairwisePlan::new(&keys);
+    crate::report::record(&tensor.device(), Rewrite::PairwiseScatterAdd);
     let rows = scatter_add_rows(rows_along(tensor, dim), &plan, rows_along(values, dim));
     Ok(from_rows(rows, dim, shape))
 }
@@ -255,6 +260,7 @@ pub fn try_gather_nd<const D: usize, const M: usize, const DV: usize>(
     }
     let width: usize = shape[k..].iter().product();
     let plan = PairwisePlan::new(&keys);
+    crate::report::record(&tensor.device(), Rewrite::PairwiseGather);
     Ok(gather_rows(tensor.reshape([-1, width as i64]), &plan).reshape(out_shape))
 }
 
@@ -299,6 +305,7 @@ pub fn try_scatter_nd<const D: usize, const M: usize, const DV: usize>(
     }
     let width: usize = shape[k..].iter().product();
     let plan = PairwisePlan::new(&keys);
+    crate::report::record(&tensor.device(), Rewrite::PairwiseScatterAdd);
     let rows = scatter_add_rows(
         tensor.reshape([-1, width as i64]),
         &plan,

@@ -44,6 +44,7 @@ pub use indexing::{
     try_scatter, try_scatter_nd, try_select, try_select_assign,
 };
 
+use crate::report::Rewrite;
 use burn::tensor::{DType, FloatDType, Tensor};
 use burn_deterministic_core::FIXED_ORDER_ROW;
 
@@ -54,6 +55,13 @@ use burn_deterministic_core::FIXED_ORDER_ROW;
 /// Cost against `Tensor::sum`: one more kernel per level (`⌈log₄₀₉₆ n⌉` levels) and, where the
 /// count is not a multiple of the row, one small concatenation per level.
 pub fn sum<const D: usize>(tensor: Tensor<D>) -> Tensor<1> {
+    crate::report::record(&tensor.device(), Rewrite::FixedOrderSum);
+    tree_sum(tensor)
+}
+
+/// [`sum`] without counting it in the report (for the functions built on it, which count
+/// themselves).
+fn tree_sum<const D: usize>(tensor: Tensor<D>) -> Tensor<1> {
     let elements = tensor.shape().num_elements();
     if elements == 0 {
         return tensor.sum();
@@ -80,13 +88,15 @@ pub fn sum<const D: usize>(tensor: Tensor<D>) -> Tensor<1> {
 
 /// The mean of every element: [`sum`] divided by the count.
 pub fn mean<const D: usize>(tensor: Tensor<D>) -> Tensor<1> {
+    crate::report::record(&tensor.device(), Rewrite::FixedOrderMean);
     let elements = tensor.shape().num_elements();
-    sum(tensor).div_scalar(elements as f64)
+    tree_sum(tensor).div_scalar(elements as f64)
 }
 
 /// The L2 norm of every element, `sqrt(sum(x²))`, with the fixed-order [`sum`].
 pub fn l2_norm<const D: usize>(tensor: Tensor<D>) -> Tensor<1> {
-    sum(tensor.square()).sqrt()
+    crate::report::record(&tensor.device(), Rewrite::FixedOrderSum);
+    tree_sum(tensor.square()).sqrt()
 }
 
 /// A gradient scaled down to L2 norm `threshold` when its norm is larger: Burn 0.22's

@@ -5,11 +5,16 @@
 //!   module's visiting order);
 //! - [`check_determinism`], the fresh-process check: the program's own training, run again in
 //!   new processes, each tuning CubeCL's autotune afresh (its persistent cache off), compared by
-//!   parameter hash; same flag, output and exit codes as the Burn 0.21 crate's.
+//!   parameter hash; same flag, output and exit codes as the Burn 0.21 crate's;
+//! - [`record_gradients`] (and [`record_values`]), one call per training step: in the runs the
+//!   check starts, a hash per parameter and step, so that when the runs differ the check names
+//!   the first step and the parameter whose gradient differed (`first difference: …`);
+//!   elsewhere they return at once.
 
 use burn::module::{Module, ModuleVisitor, Param};
-use burn::tensor::Tensor;
+use burn::tensor::{Gradients, Tensor};
 use burn_deterministic_core::check::ParameterHasher;
+use burn_deterministic_core::trace::{self, Traced};
 use std::process::ExitCode;
 
 pub use burn_deterministic_core::check::{
@@ -78,4 +83,88 @@ pub fn print_parameter_hash<M: Module>(module: &M) -> String {
 /// ```
 pub fn check_determinism(flag: &str, runs: usize) -> Option<ExitCode> {
     burn_deterministic_core::check::check_determinism_with(flag, runs, || {}, &[AUTOTUNE_CACHE_ENV])
+}
+
+/// In a run the fresh-process check started: records the hash of every float parameter's
+/// gradient in `grads` (the result of `loss.backward()`) at training step `step`, named by its
+/// module path (`decoder.up2.conv.weight`). When the runs' final hashes differ, the check then
+/// reports the first step and parameter whose gradient differed. Outside a check run it returns
+/// at once (one atomic read).
+///
+/// ```rust
+/// use burn::nn::LinearConfig;
+/// use burn::tensor::{Device, Tensor};
+/// use burn_deterministic_tensor::{fixed_order, train};
+///
+/// let device = Device::flex().autodiff();
+/// let model = LinearConfig::new(4, 2).init(&device);
+/// for step in 1..=2 {
+///     let loss = fixed_order::mean(model.forward(Tensor::<2>::ones([3, 4], &device)));
+///     let grads = loss.backward();
+///     train::record_gradients(step, &model, &grads); // a no-op outside a check run
+/// }
+/// ```
+pub fn record_gradients<M: Module>(step: u64, module: &M, grads: &Gradients) {
+    trace::with_run_trace(|run_trace| {
+        module.visit(&mut Hashes {
+            path: Vec::new(),
+            each: &mut |path: &str, bytes: Option<Vec<u8>>| {
+                if let Some(bytes) = bytes {
+                    run_trace.record(step, path, Traced::Gradient, &hash_of(&bytes));
+                }
+            },
+            gradients: Some(grads),
+        });
+    });
+}
+
+/// [`record_gradients`] for training code that cannot reach the gradients (a `Learner`'s
+/// step): records every float parameter's value after step `step`.
+pub fn record_values<M: Module>(step: u64, module: &M) {
+    trace::with_run_trace(|run_trace| {
+        module.visit(&mut Hashes {
+            path: Vec::new(),
+            each: &mut |path: &str, bytes: Option<Vec<u8>>| {
+                if let Some(bytes) = bytes {
+                    run_trace.record(step, path, Traced::Value, &hash_of(&bytes));
+                }
+            },
+            gradients: None,
+        });
+    });
+}
+
+fn hash_of(bytes: &[u8]) -> String {
+    let mut hasher = ParameterHasher::new();
+    hasher.update(bytes);
+    hasher.finish()
+}
+
+/// Visits every float parameter with its module path and its gradient's bytes (`gradients`
+/// given; `None` where it has none) or its value's bytes.
+struct Hashes<'a> {
+    path: Vec<String>,
+    each: &'a mut dyn FnMut(&str, Option<Vec<u8>>),
+    gradients: Option<&'a Gradients>,
+}
+
+impl ModuleVisitor for Hashes<'_> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let bytes = match self.gradients {
+            Some(gradients) => param
+                .val()
+                .grad(gradients)
+                .map(|grad| grad.into_data().as_bytes().to_vec()),
+            None => Some(param.val().into_data().as_bytes().to_vec()),
+        };
+        (self.each)(&self.path.join("."), bytes);
+    }
 }
