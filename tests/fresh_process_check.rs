@@ -13,7 +13,8 @@ use burn::tensor::module::interpolate;
 use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{Distribution, Tensor};
 use burn_deterministic::train::{
-    enter_check_run, print_parameter_hash, CheckError, CheckReport, DeterminismCheck,
+    enter_check_run, print_parameter_hash, record_gradients, CheckError, CheckReport,
+    DeterminismCheck,
 };
 use burn_deterministic::DeterministicBackend;
 use burn_deterministic_suite::controls::deform_conv_grads;
@@ -44,6 +45,82 @@ fn train<B: AutodiffBackend>(device: &B::Device) -> Upsample<B> {
     model
 }
 
+/// A deformable convolution's weight and input, both learned: the input's gradient is the
+/// plain wgpu deform input gradient (float atomics, drifting), the weight's a GEMM (fixed).
+#[derive(Module, Debug)]
+struct DeformNet<B: Backend> {
+    weight: Param<Tensor<B, 4>>,
+    features: Param<Tensor<B, 4>>,
+}
+
+/// Two SGD steps of [`DeformNet`] on plain `Autodiff<Wgpu>`, each step's gradients recorded for
+/// the check's locator. Every sample is pulled onto one fractional point of the `[1, 2, 6, 6]`
+/// input, so each of its four neighbours adds about 12 000 contributions; the loss is reduced
+/// per axis (a full `sum()` would drift too).
+fn train_deform(device: &burn::tensor::Device<Wgpu>) -> DeformNet<Autodiff<Wgpu>> {
+    use burn::tensor::module::deform_conv2d;
+    use burn::tensor::ops::DeformConvOptions;
+    type B = Autodiff<Wgpu>;
+    let (channels, size, kernel, padding) = (2, 6, 3, 16);
+    let out = size + 2 * padding - (kernel - 1);
+    let taps = kernel * kernel;
+    let offsets: Vec<f32> = (0..2 * taps * out * out)
+        .map(|i| {
+            let (pixel, channel) = (i % (out * out), i / (out * out));
+            let (tap, axis) = (channel / 2, channel % 2);
+            let (out_pos, tap_pos) = match axis {
+                0 => (pixel / out, tap / kernel),
+                _ => (pixel % out, tap % kernel),
+            };
+            2.3 - (out_pos + tap_pos) as f32 + padding as f32
+        })
+        .collect();
+    let offset =
+        Tensor::<B, 1>::from_floats(offsets.as_slice(), device).reshape([1, 2 * taps, out, out]);
+    B::seed(device, 5);
+    let mut model = DeformNet::<B> {
+        weight: Param::from_tensor(Tensor::random(
+            [channels, channels, kernel, kernel],
+            Distribution::Default,
+            device,
+        )),
+        features: Param::from_tensor(Tensor::random(
+            [1, channels, size, size],
+            Distribution::Default,
+            device,
+        )),
+    };
+    let upstream = Tensor::<B, 4>::random([1, channels, out, out], Distribution::Default, device);
+    let options = DeformConvOptions::new([1, 1], [padding, padding], [1, 1], 1, 1);
+    for step in 1..=2 {
+        let (weight, features) = (model.weight.val(), model.features.val());
+        let y = deform_conv2d(
+            features.clone(),
+            offset.clone(),
+            weight.clone(),
+            None,
+            None,
+            options.clone(),
+        );
+        let loss = (y * upstream.clone())
+            .sum_dim(3)
+            .sum_dim(2)
+            .sum_dim(1)
+            .sum_dim(0);
+        let grads = loss.backward();
+        record_gradients(step, &model, &grads);
+        let sgd = |p: Tensor<B, 4>| {
+            let grad = p.grad(&grads).expect("a parameter has a gradient");
+            Param::from_tensor(Tensor::from_inner(p.inner() - grad.mul_scalar(0.01)))
+        };
+        model = DeformNet {
+            weight: sgd(weight),
+            features: sgd(features),
+        };
+    }
+    model
+}
+
 #[test]
 #[ignore = "run by the other tests of this file in new processes"]
 fn check_run() {
@@ -68,6 +145,9 @@ fn check_run() {
                 coarse: Param::from_tensor(x_grad),
             };
             print_parameter_hash(&control);
+        }
+        "deform-net-wgpu" => {
+            print_parameter_hash(&train_deform(&test_device()));
         }
         other => panic!("unknown case {other}"),
     }
@@ -111,4 +191,41 @@ fn a_run_without_a_hash_line_is_an_error() {
         matches!(report, Err(CheckError::NoHash { run: 1 })),
         "{report:?}"
     );
+}
+
+/// The locator: when the only drifting op is the plain wgpu deformable convolution's input
+/// gradient, the check names step 1 and the parameter feeding it, and that one only.
+#[test]
+fn the_check_names_the_first_step_and_parameter_that_differ() {
+    let report = check("deform-net-wgpu", 2).unwrap();
+    assert!(
+        !report.identical(),
+        "the deform control did not drift:\n{report}"
+    );
+    let difference = report
+        .first_difference
+        .as_ref()
+        .unwrap_or_else(|| panic!("not located:\n{report}"));
+    assert_eq!(difference.step, 1, "{report}");
+    assert_eq!(difference.parameter, "features", "{report}");
+    assert_eq!(
+        (difference.differing, difference.parameters),
+        (1, 2),
+        "{report}"
+    );
+    assert!(
+        report
+            .to_string()
+            .contains("first difference: step 1, gradient of `features`"),
+        "{report}"
+    );
+}
+
+/// A deterministic run traces every step and reports no difference.
+#[test]
+fn an_agreeing_check_reports_no_difference() {
+    let report = check("decorated-flex", 2).unwrap();
+    assert!(report.identical(), "{report}");
+    assert_eq!(report.first_difference, None);
+    assert!(!report.to_string().contains("first difference"), "{report}");
 }

@@ -93,6 +93,46 @@ pub fn with_run_trace(record: impl FnOnce(&mut Trace)) {
     }
 }
 
+/// The module path of the parameter a front door's module visitor is at (`decoder.up2.conv`
+/// plus the field), kept from Burn's `enter_module` / `exit_module` calls.
+#[derive(Debug, Default)]
+pub struct ModulePath(Vec<String>);
+
+impl ModulePath {
+    /// Burn's visitor entered a submodule or field `name`.
+    pub fn enter(&mut self, name: &str) {
+        self.0.push(name.to_string());
+    }
+
+    /// Burn's visitor left the innermost one.
+    pub fn exit(&mut self) {
+        self.0.pop();
+    }
+
+    /// The path, dot-separated.
+    pub fn joined(&self) -> String {
+        self.0.join(".")
+    }
+}
+
+/// Records in this run's trace (when the check started it) the hash of `bytes`, the `traced`
+/// of the parameter at `path`, at `step`.
+pub fn record_bytes(step: u64, path: &ModulePath, traced: Traced, bytes: &[u8]) {
+    with_run_trace(|trace| {
+        let mut hasher = crate::check::ParameterHasher::new();
+        hasher.update(bytes);
+        trace.record(step, &path.joined(), traced, &hasher.finish());
+    });
+}
+
+/// Whether this is a run the check started and its trace is being written (the front doors'
+/// recording functions return at once otherwise, before visiting any parameter).
+pub fn tracing() -> bool {
+    let mut active = false;
+    with_run_trace(|_| active = true);
+    active
+}
+
 /// The first step at which two runs' traces differ, and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -14,7 +14,7 @@
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::tensor::{Gradients, Tensor};
 use burn_deterministic_core::check::ParameterHasher;
-use burn_deterministic_core::trace::{self, Traced};
+use burn_deterministic_core::trace::{self, ModulePath, Traced};
 use std::process::ExitCode;
 
 pub use burn_deterministic_core::check::{
@@ -105,66 +105,50 @@ pub fn check_determinism(flag: &str, runs: usize) -> Option<ExitCode> {
 /// }
 /// ```
 pub fn record_gradients<M: Module>(step: u64, module: &M, grads: &Gradients) {
-    trace::with_run_trace(|run_trace| {
-        module.visit(&mut Hashes {
-            path: Vec::new(),
-            each: &mut |path: &str, bytes: Option<Vec<u8>>| {
-                if let Some(bytes) = bytes {
-                    run_trace.record(step, path, Traced::Gradient, &hash_of(&bytes));
-                }
-            },
+    if trace::tracing() {
+        module.visit(&mut Recorder {
+            step,
+            path: ModulePath::default(),
             gradients: Some(grads),
         });
-    });
+    }
 }
 
 /// [`record_gradients`] for training code that cannot reach the gradients (a `Learner`'s
 /// step): records every float parameter's value after step `step`.
 pub fn record_values<M: Module>(step: u64, module: &M) {
-    trace::with_run_trace(|run_trace| {
-        module.visit(&mut Hashes {
-            path: Vec::new(),
-            each: &mut |path: &str, bytes: Option<Vec<u8>>| {
-                if let Some(bytes) = bytes {
-                    run_trace.record(step, path, Traced::Value, &hash_of(&bytes));
-                }
-            },
+    if trace::tracing() {
+        module.visit(&mut Recorder {
+            step,
+            path: ModulePath::default(),
             gradients: None,
         });
-    });
+    }
 }
 
-fn hash_of(bytes: &[u8]) -> String {
-    let mut hasher = ParameterHasher::new();
-    hasher.update(bytes);
-    hasher.finish()
-}
-
-/// Visits every float parameter with its module path and its gradient's bytes (`gradients`
-/// given; `None` where it has none) or its value's bytes.
-struct Hashes<'a> {
-    path: Vec<String>,
-    each: &'a mut dyn FnMut(&str, Option<Vec<u8>>),
+/// Records every float parameter's gradient (`gradients` given) or value in the run's trace.
+struct Recorder<'a> {
+    step: u64,
+    path: ModulePath,
     gradients: Option<&'a Gradients>,
 }
 
-impl ModuleVisitor for Hashes<'_> {
+impl ModuleVisitor for Recorder<'_> {
     fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
+        self.path.enter(name);
     }
 
     fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
+        self.path.exit();
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let bytes = match self.gradients {
-            Some(gradients) => param
-                .val()
-                .grad(gradients)
-                .map(|grad| grad.into_data().as_bytes().to_vec()),
-            None => Some(param.val().into_data().as_bytes().to_vec()),
+        let (traced, tensor) = match self.gradients {
+            Some(gradients) => (Traced::Gradient, param.val().grad(gradients)),
+            None => (Traced::Value, Some(param.val())),
         };
-        (self.each)(&self.path.join("."), bytes);
+        if let Some(tensor) = tensor {
+            trace::record_bytes(self.step, &self.path, traced, tensor.into_data().as_bytes());
+        }
     }
 }

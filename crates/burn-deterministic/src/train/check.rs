@@ -1,12 +1,16 @@
 //! The fresh-process determinism check: the user's training, run again in new processes of the
 //! same executable, each with an empty CubeCL autotune cache, compared by parameter hash. The
 //! orchestration is the engine's (`burn_deterministic_core::check`); this module adds Burn
-//! 0.21's parameter hash and autotune pinning.
+//! 0.21's parameter hash, autotune pinning and per-step trace.
 
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::tensor::backend::AutodiffBackend;
+use burn::tensor::Tensor;
 use burn_deterministic_core::check::check_run_autotune_dir;
 pub use burn_deterministic_core::check::{
     CheckError, CheckReport, DeterminismCheck, CHECK_AUTOTUNE_DIR_ENV, CHECK_RUN_ENV, HASH_LINE,
 };
+use burn_deterministic_core::trace::{self, ModulePath, Traced};
 use std::process::ExitCode;
 
 /// Prints `module`'s [`parameter_hash`](super::parameter_hash) on stdout as the line the check
@@ -56,4 +60,66 @@ pub fn enter_check_run() {
 /// ```
 pub fn check_determinism(flag: &str, runs: usize) -> Option<ExitCode> {
     burn_deterministic_core::check::check_determinism_with(flag, runs, enter_check_run, &[])
+}
+
+/// In a run the fresh-process check started: records the hash of every float parameter's
+/// gradient in `grads` (the result of `loss.backward()`) at training step `step`, named by its
+/// module path (`decoder.up2.conv.weight`). When the runs' final hashes differ, the check then
+/// reports the first step and parameter whose gradient differed (`first difference: …`).
+/// Outside a check run it returns at once (one atomic read).
+pub fn record_gradients<B: AutodiffBackend, M: Module<B>>(
+    step: u64,
+    module: &M,
+    grads: &B::Gradients,
+) {
+    if trace::tracing() {
+        module.visit(&mut Recorder::<B> {
+            step,
+            path: ModulePath::default(),
+            gradients: Some(grads),
+        });
+    }
+}
+
+/// [`record_gradients`] for training code that cannot reach the gradients (a `Learner`'s
+/// step): records every float parameter's value after step `step`.
+pub fn record_values<B: AutodiffBackend, M: Module<B>>(step: u64, module: &M) {
+    if trace::tracing() {
+        module.visit(&mut Recorder::<B> {
+            step,
+            path: ModulePath::default(),
+            gradients: None,
+        });
+    }
+}
+
+/// Records every float parameter's gradient (`gradients` given) or value in the run's trace.
+struct Recorder<'a, B: AutodiffBackend> {
+    step: u64,
+    path: ModulePath,
+    gradients: Option<&'a B::Gradients>,
+}
+
+impl<B: AutodiffBackend> ModuleVisitor<B> for Recorder<'_, B> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.enter(name);
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.exit();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        let data = match self.gradients {
+            Some(gradients) => param.val().grad(gradients).map(|grad| grad.into_data()),
+            None => Some(param.val().into_data()),
+        };
+        let traced = match self.gradients {
+            Some(_) => Traced::Gradient,
+            None => Traced::Value,
+        };
+        if let Some(data) = data {
+            trace::record_bytes(self.step, &self.path, traced, data.as_bytes());
+        }
+    }
 }

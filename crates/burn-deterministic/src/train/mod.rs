@@ -6,7 +6,9 @@
 //!   to run);
 //! - [`parameter_hash`], a SHA-256 of a model's parameters, to compare runs bit for bit;
 //! - [`check_determinism`], the fresh-process check: the program's own training, run again in
-//!   new processes, each with an empty autotune cache, compared by parameter hash;
+//!   new processes, each with an empty autotune cache, compared by parameter hash; with
+//!   [`record_gradients`] called once per step, it names the first step and parameter whose
+//!   gradient differed;
 //! - [`ResumableLoader`], so that a run resumed from a burn-train checkpoint sees the data order
 //!   and random numbers of the uninterrupted run (the checkpoint holds neither);
 //! - [`PlainProgress`], a burn-train renderer that prints a few readable lines per epoch where
@@ -19,8 +21,8 @@ mod progress;
 mod resume;
 
 pub use check::{
-    check_determinism, enter_check_run, print_parameter_hash, CheckError, CheckReport,
-    DeterminismCheck, CHECK_AUTOTUNE_DIR_ENV, CHECK_RUN_ENV, HASH_LINE,
+    check_determinism, enter_check_run, print_parameter_hash, record_gradients, record_values,
+    CheckError, CheckReport, DeterminismCheck, CHECK_AUTOTUNE_DIR_ENV, CHECK_RUN_ENV, HASH_LINE,
 };
 pub use data_parallel::FixedOrderDataParallel;
 pub use hash::parameter_hash;
