@@ -64,17 +64,11 @@ fn train_deform(device: &burn::tensor::Device<Wgpu>) -> DeformNet<Autodiff<Wgpu>
     let (channels, size, kernel, padding) = (2, 6, 3, 16);
     let out = size + 2 * padding - (kernel - 1);
     let taps = kernel * kernel;
-    let offsets: Vec<f32> = (0..2 * taps * out * out)
-        .map(|i| {
-            let (pixel, channel) = (i % (out * out), i / (out * out));
-            let (tap, axis) = (channel / 2, channel % 2);
-            let (out_pos, tap_pos) = match axis {
-                0 => (pixel / out, tap / kernel),
-                _ => (pixel % out, tap % kernel),
-            };
-            2.3 - (out_pos + tap_pos) as f32 + padding as f32
-        })
-        .collect();
+    let offsets: Vec<f32> =
+        burn_deterministic_testkit::crowded_deform_offsets(kernel, out, padding, 2.3)
+            .into_iter()
+            .map(|offset| offset as f32)
+            .collect();
     let offset =
         Tensor::<B, 1>::from_floats(offsets.as_slice(), device).reshape([1, 2 * taps, out, out]);
     B::seed(device, 5);

@@ -19,8 +19,6 @@ use burn::tensor::ops::DeformConvOptions;
 use burn::tensor::{DType, Device, IndexingUpdateOp, Int, Tensor, TensorData};
 use burn_deterministic_tensor::fixed_order;
 use criterion::Criterion;
-use std::path::PathBuf;
-use std::time::Duration;
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -138,21 +136,8 @@ fn bench_device(c: &mut Criterion, name: &str, device: &Device) {
     group.finish();
 }
 
-/// Criterion's median of one benchmark of this run, in seconds.
-fn median(group: &str, id: &str) -> Option<f64> {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    burn_deterministic_testkit::criterion_median(&target, group, id)
-}
-
 fn main() {
-    let quick = std::env::var_os("BENCH_QUICK").is_some();
-    let mut c = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(if quick { 1 } else { 3 }))
-        .measurement_time(Duration::from_secs(if quick { 3 } else { 10 }))
-        .configure_from_args();
+    let mut c = common::bench_criterion();
     bench_device(&mut c, "flex", &Device::flex());
     let wgpu = common::vulkan_without_autodiff();
     bench_device(&mut c, "wgpu", &wgpu);
@@ -167,9 +152,10 @@ fn main() {
             format!("deform_conv2d/{name}"),
         ];
         for group in groups {
-            if let (Some(burn), Some(ours)) =
-                (median(&group, "burn"), median(&group, "fixed_order"))
-            {
+            if let (Some(burn), Some(ours)) = (
+                common::bench_median(&group, "burn"),
+                common::bench_median(&group, "fixed_order"),
+            ) {
                 println!(
                     "{group:32} fixed_order {:9.3} ms  burn {:9.3} ms  ×{:.2}",
                     ours * 1e3,

@@ -28,8 +28,6 @@ use criterion::Criterion;
 #[path = "../tests/common/mod.rs"]
 mod common;
 use common::{tensor, uniform};
-use std::path::PathBuf;
-use std::time::Duration;
 
 const SHAPE: [usize; 4] = [2, 19, 32, 32];
 const OUTPUT: [usize; 2] = [128, 128];
@@ -208,17 +206,12 @@ fn mechanisms() -> Vec<(&'static str, Resize)> {
     vec![a]
 }
 
-/// Criterion's median of one benchmark of this run, in seconds.
-fn median(group: &str, id: &str) -> Option<f64> {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target"));
-    burn_deterministic_testkit::criterion_median(&target, group, id)
-}
-
 /// One line: `label`'s median, `baseline`'s, and their ratio, when both ran.
 fn print_ratio(group: &str, label: &str, baseline: &str) {
-    if let (Some(theirs), Some(ours)) = (median(group, baseline), median(group, label)) {
+    if let (Some(theirs), Some(ours)) = (
+        common::bench_median(group, baseline),
+        common::bench_median(group, label),
+    ) {
         println!(
             "{group:34} {label:11} {:9.3} ms  {baseline:17} {:9.3} ms  ×{:.2}",
             ours * 1e3,
@@ -270,9 +263,10 @@ fn print_layout_ratios() {
                 / macs(Layout::Banded {
                     block_size: layout_block(),
                 });
-            if let (Some(dense), Some(banded)) =
-                (median(&group, "b_dense"), median(&group, "b_banded"))
-            {
+            if let (Some(dense), Some(banded)) = (
+                common::bench_median(&group, "b_dense"),
+                common::bench_median(&group, "b_banded"),
+            ) {
                 println!(
                     "{group:34} b_banded / b_dense ×{:.2}  (band saves {saving:.1}× the multiply-adds)",
                     banded / dense
@@ -283,12 +277,7 @@ fn print_layout_ratios() {
 }
 
 fn main() {
-    let quick = std::env::var_os("BENCH_QUICK").is_some();
-    let mut c = Criterion::default()
-        .sample_size(10)
-        .warm_up_time(Duration::from_secs(if quick { 1 } else { 3 }))
-        .measurement_time(Duration::from_secs(if quick { 3 } else { 10 }))
-        .configure_from_args();
+    let mut c = common::bench_criterion();
     bench_device(&mut c, "flex", &Device::flex());
     let wgpu = common::vulkan_without_autodiff();
     bench_device(&mut c, "wgpu", &wgpu);

@@ -15,7 +15,7 @@ use burn_deterministic_tensor::train::{
     AUTOTUNE_CACHE_ENV,
 };
 use burn_deterministic_testkit::child::CASE_ENV;
-use common::{child_case, uniform};
+use common::uniform;
 
 const HELPER: &str = "child_process_helper";
 
@@ -65,13 +65,8 @@ fn train(device: &Device, fixed: bool) -> Table {
 #[test]
 #[ignore = "run by the other tests in a child process"]
 fn child_process_helper() {
-    let Some(case) = child_case() else {
+    let Some((device, kind)) = common::child_device_and_case() else {
         return;
-    };
-    let (backend, kind) = case.split_once('/').expect("case is backend/kind");
-    let device = match backend {
-        "wgpu" => common::vulkan(),
-        _ => common::flex(),
     };
     print_parameter_hash(&train(&device, kind == "fixed"));
 }

@@ -14,7 +14,7 @@ use burn::tensor::ops::DeformConvOptions;
 use burn::tensor::{DType, Device, IndexingUpdateOp, Int, Tensor, TensorData};
 use burn_deterministic_tensor::fixed_order;
 use burn_deterministic_tensor::IndexError;
-use common::{bits_hash, child_case, max_scaled_error, run_child, uniform, values, values_of};
+use common::{bits_hash, max_scaled_error, run_child, uniform, values, values_of};
 
 const HELPER: &str = "child_process_helper";
 
@@ -395,13 +395,8 @@ fn deform_conv_matches_burns(device: &Device, dtype: DType) {
 #[test]
 #[ignore = "run by the other tests in a child process"]
 fn child_process_helper() {
-    let Some(case) = child_case() else {
+    let Some((device, kind)) = common::child_device_and_case() else {
         return;
-    };
-    let (backend, kind) = case.split_once('/').expect("case is backend/kind");
-    let device = match backend {
-        "wgpu" => common::vulkan(),
-        _ => common::flex(),
     };
     let fixed = kind == "fixed";
     let n = 1 << 20;
@@ -469,17 +464,7 @@ fn crowded_deform_conv_input_grad(device: &Device, fixed: bool) -> Tensor<4> {
         DType::F32,
         device,
     );
-    let offsets: Vec<f64> = (0..2 * taps * out * out)
-        .map(|i| {
-            let (pixel, channel) = (i % (out * out), i / (out * out));
-            let (tap, axis) = (channel / 2, channel % 2);
-            let (out_pos, tap_pos) = match axis {
-                0 => (pixel / out, tap / kernel),
-                _ => (pixel % out, tap % kernel),
-            };
-            2.3 - (out_pos + tap_pos) as f64 + padding as f64
-        })
-        .collect();
+    let offsets = burn_deterministic_testkit::crowded_deform_offsets(kernel, out, padding, 2.3);
     let offset = float(&offsets, [1, 2 * taps, out, out], DType::F32, device);
     let upstream = float(
         &uniform(13, channels * out * out),

@@ -38,6 +38,26 @@ pub fn walk(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The offsets of a deformable convolution (`[offset channels, out, out]`, row-major; one
+/// offset group, a square `kernel`, stride and dilation 1) that move every sample of an
+/// `out × out` output, padded by `padding`, onto the point `(point, point)` of the input: each
+/// of its four neighbours then receives a contribution from every sample, so a backward that
+/// adds them with float atomics meets them in a different order from run to run.
+pub fn crowded_deform_offsets(kernel: usize, out: usize, padding: usize, point: f64) -> Vec<f64> {
+    let taps = kernel * kernel;
+    (0..2 * taps * out * out)
+        .map(|i| {
+            let (pixel, channel) = (i % (out * out), i / (out * out));
+            let (tap, axis) = (channel / 2, channel % 2);
+            let (out_pos, tap_pos) = match axis {
+                0 => (pixel / out, tap / kernel),
+                _ => (pixel % out, tap % kernel),
+            };
+            point - (out_pos + tap_pos) as f64 + padding as f64
+        })
+        .collect()
+}
+
 /// Criterion's median, in seconds, of benchmark `id` of `group` in the latest run, read from
 /// the estimates it wrote under `target` (`target/criterion/<group>/<id>/new/estimates.json`,
 /// `/` in the group written `_`). `None` where that benchmark did not run.

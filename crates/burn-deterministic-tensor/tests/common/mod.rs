@@ -213,3 +213,37 @@ pub const SIZES: [([usize; 2], [usize; 2]); 6] = [
     ([9, 1], [1, 9]),
     ([6, 6], [6, 6]),
 ];
+
+/// The benchmarks' criterion: 10 samples, 3 s of warm-up and 10 of measurement (1 and 3 with
+/// `BENCH_QUICK` set), then the command line's options.
+pub fn bench_criterion() -> criterion::Criterion {
+    let quick = std::env::var_os("BENCH_QUICK").is_some();
+    criterion::Criterion::default()
+        .sample_size(10)
+        .warm_up_time(std::time::Duration::from_secs(if quick { 1 } else { 3 }))
+        .measurement_time(std::time::Duration::from_secs(if quick { 3 } else { 10 }))
+        .configure_from_args()
+}
+
+/// In a child process the other tests started: its device (`wgpu/…` on Vulkan, else flex) and
+/// the rest of its case.
+pub fn child_device_and_case() -> Option<(Device, String)> {
+    let case = child_case()?;
+    let (backend, kind) = case.split_once('/').expect("case is backend/kind");
+    let device = match backend {
+        "wgpu" => vulkan(),
+        _ => flex(),
+    };
+    Some((device, kind.to_string()))
+}
+
+/// Criterion's median of benchmark `id` of `group` in this run, in seconds (the workspace's
+/// `target/`, or `CARGO_TARGET_DIR`).
+pub fn bench_median(group: &str, id: &str) -> Option<f64> {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target")
+        });
+    burn_deterministic_testkit::criterion_median(&target, group, id)
+}
