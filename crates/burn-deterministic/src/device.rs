@@ -261,13 +261,21 @@ pub fn mark_device<D: 'static>(profile: DeviceProfile) {
 /// devices of this crate's backend features, else [`DeviceProfile::UNKNOWN`].
 pub fn device_profile<D: 'static>(_device: &D) -> DeviceProfile {
     let id = TypeId::of::<D>();
-    if ANY_MARKED.load(Ordering::Acquire) {
-        let marked = MARKED.read().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, profile)) = marked.iter().find(|(marked, _)| *marked == id) {
-            return *profile;
-        }
+    marked(id)
+        .or_else(|| built_in(id))
+        .unwrap_or(DeviceProfile::UNKNOWN)
+}
+
+/// The profile [`mark_device`] gave device type `id`, if any.
+fn marked(id: TypeId) -> Option<DeviceProfile> {
+    if !ANY_MARKED.load(Ordering::Acquire) {
+        return None;
     }
-    built_in(id).unwrap_or(DeviceProfile::UNKNOWN)
+    let marked = MARKED.read().unwrap_or_else(|e| e.into_inner());
+    marked
+        .iter()
+        .find(|(marked, _)| *marked == id)
+        .map(|(_, profile)| *profile)
 }
 
 /// The devices of the enabled backend features, by type (never by adapter name).
@@ -279,35 +287,14 @@ fn built_in(id: TypeId) -> Option<DeviceProfile> {
     // rewritten.
     #[cfg(feature = "ndarray")]
     if id == TypeId::of::<burn::backend::ndarray::NdArrayDevice>() {
-        return Some(DeviceProfile {
-            order_hazards: OrderHazards {
-                deform_conv2d_input_grad: true,
-                ..OrderHazards::NONE
-            },
-            // burn-ndarray 0.21 `ops/module.rs`: every forward; the backward panics for
-            // bilinear, bicubic and lanczos3.
-            interpolate_kernels: InterpolateKernels::FORWARD_ONLY
-                .with_backward(InterpolateMode::Nearest),
-            ..DeviceProfile::CPU
-        });
+        return Some(ndarray());
     }
     // flex sums f32 tensors of 4 Mi elements or more with rayon (`par_chunks(..).sum()`,
     // burn-flex 0.21 `ops/reduce.rs`); its mean divides that sum. Everything else it adds in
     // order (its `deform_conv2d` backward is one sequential loop).
     #[cfg(feature = "flex")]
     if id == TypeId::of::<burn::backend::flex::FlexDevice>() {
-        let from = FullSumOrder::ThreadPoolFromF32Elements(4 * 1024 * 1024);
-        return Some(DeviceProfile {
-            order_hazards: OrderHazards {
-                sum: from,
-                mean: from,
-                ..OrderHazards::NONE
-            },
-            // burn-flex 0.21 `ops/module.rs`: every forward; the backward panics for lanczos3.
-            interpolate_kernels: InterpolateKernels::ALL
-                .without_backward(InterpolateMode::Lanczos3),
-            ..DeviceProfile::CPU
-        });
+        return Some(flex());
     }
     // Every wgpu adapter is an accelerator here, software Vulkan (llvmpipe) included: it runs
     // CubeCL kernels, whose interpolate has no bilinear/bicubic/lanczos3 backward.
@@ -329,12 +316,92 @@ fn built_in(id: TypeId) -> Option<DeviceProfile> {
     #[cfg(feature = "candle")]
     #[allow(deprecated)]
     if id == TypeId::of::<burn::backend::candle::CandleDevice>() {
-        return Some(DeviceProfile {
-            interpolate_kernels: InterpolateKernels::NONE.with_forward(InterpolateMode::Nearest),
-            ..DeviceProfile::UNKNOWN
-        });
+        return Some(candle());
     }
     None
+}
+
+// The profiles of the backends this crate knows, by their Burn 0.21 sources. Built in by device
+// type where the backend's feature is on; recognised by the backend's name where it is not.
+
+// ndarray's sums and scatters run in a fixed order; see `built_in` for its deform gradient.
+fn ndarray() -> DeviceProfile {
+    DeviceProfile {
+        order_hazards: OrderHazards {
+            deform_conv2d_input_grad: true,
+            ..OrderHazards::NONE
+        },
+        // burn-ndarray 0.21 `ops/module.rs`: every forward; the backward panics for
+        // bilinear, bicubic and lanczos3.
+        interpolate_kernels: InterpolateKernels::FORWARD_ONLY
+            .with_backward(InterpolateMode::Nearest),
+        ..DeviceProfile::CPU
+    }
+}
+
+fn flex() -> DeviceProfile {
+    let from = FullSumOrder::ThreadPoolFromF32Elements(4 * 1024 * 1024);
+    DeviceProfile {
+        order_hazards: OrderHazards {
+            sum: from,
+            mean: from,
+            ..OrderHazards::NONE
+        },
+        // burn-flex 0.21 `ops/module.rs`: every forward; the backward panics for lanczos3.
+        interpolate_kernels: InterpolateKernels::ALL.without_backward(InterpolateMode::Lanczos3),
+        ..DeviceProfile::CPU
+    }
+}
+
+fn candle() -> DeviceProfile {
+    DeviceProfile {
+        interpolate_kernels: InterpolateKernels::NONE.with_forward(InterpolateMode::Nearest),
+        ..DeviceProfile::UNKNOWN
+    }
+}
+
+/// The profile of a backend this crate knows, from the name Burn gives it (`Backend::name`):
+/// `candle<cpu|cuda|metal>`, `ndarray`, `flex`. For a device type whose backend feature is off
+/// on this crate, where [`device_profile`] would give [`DeviceProfile::UNKNOWN`] (which assumes
+/// every forward kernel: Candle has only nearest). A CubeCL backend (`cubecl<…>`, also inside
+/// `fusion<…>`) stays unknown: the unknown profile's hazards are a superset of its own, and
+/// whether it autotunes can only be read with the crate's feature for it.
+pub fn profile_by_backend_name(name: &str) -> Option<DeviceProfile> {
+    if name.starts_with("candle<") {
+        Some(candle())
+    } else if name == "ndarray" {
+        Some(ndarray())
+    } else if name == "flex" {
+        Some(flex())
+    } else {
+        None
+    }
+}
+
+/// The profile of `B`'s `device`: [`device_profile`] when the device type is marked or built
+/// in, else recognised by `B`'s name ([`profile_by_backend_name`]), else
+/// [`DeviceProfile::UNKNOWN`]. What the decorator consults before every rewrite decision.
+pub(crate) fn backend_profile<B: burn_backend::Backend>(device: &B::Device) -> DeviceProfile {
+    let id = TypeId::of::<B::Device>();
+    if let Some(profile) = marked(id).or_else(|| built_in(id)) {
+        return profile;
+    }
+    // Recognised once per device type: a name is a formatted string.
+    static BY_NAME: RwLock<Vec<(TypeId, DeviceProfile)>> = RwLock::new(Vec::new());
+    if let Some((_, profile)) = BY_NAME
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(seen, _)| *seen == id)
+    {
+        return *profile;
+    }
+    let profile = profile_by_backend_name(&B::name(device)).unwrap_or(DeviceProfile::UNKNOWN);
+    BY_NAME
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((id, profile));
+    profile
 }
 
 #[cfg(any(feature = "wgpu", feature = "cuda", feature = "rocm"))]
@@ -352,6 +419,32 @@ fn cubecl() -> DeviceProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Backends known by name get their declared kernels without their feature on this crate.
+    #[test]
+    fn known_backends_are_recognised_by_name() {
+        for name in ["candle<cpu>", "candle<cuda>", "candle<metal>"] {
+            let candle = profile_by_backend_name(name).expect("candle is known");
+            assert!(candle
+                .interpolate_kernels
+                .has_forward(&InterpolateMode::Nearest));
+            assert!(!candle
+                .interpolate_kernels
+                .has_forward(&InterpolateMode::Bilinear));
+            assert!(!candle
+                .interpolate_kernels
+                .has_backward(&InterpolateMode::Nearest));
+        }
+        let flex = profile_by_backend_name("flex").expect("flex is known");
+        assert_eq!(flex.kind, DeviceKind::Cpu);
+        assert!(!flex
+            .interpolate_kernels
+            .has_backward(&InterpolateMode::Lanczos3));
+        let ndarray = profile_by_backend_name("ndarray").expect("ndarray is known");
+        assert!(ndarray.order_hazards.deform_conv2d_input_grad);
+        assert_eq!(profile_by_backend_name("fusion<cubecl<wgpu>>"), None);
+        assert_eq!(profile_by_backend_name("my-backend"), None);
+    }
 
     #[test]
     fn a_thread_pool_sum_varies_only_for_large_f32_tensors() {

@@ -81,8 +81,8 @@ pub use config::{
     set_config, with_config, ConfigError, DeterministicConfig, ModeSet, RewritePolicy, WeightLayout,
 };
 pub use device::{
-    device_profile, mark_device, DeviceKind, DeviceProfile, FullSumOrder, InterpolateKernels,
-    OrderHazards,
+    device_profile, mark_device, profile_by_backend_name, DeviceKind, DeviceProfile, FullSumOrder,
+    InterpolateKernels, OrderHazards,
 };
 
 // The crate's README and the repository's documentation pages: their Rust snippets compile and

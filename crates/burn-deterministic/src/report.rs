@@ -43,7 +43,12 @@ pub use burn_deterministic_core::report::{
 pub(crate) fn record<B: Backend>(device: &B::Device, rewrite: Rewrite, applied: bool) {
     burn_deterministic_core::report::record(
         (core::any::type_name::<B>(), format!("{device:?}")),
-        || (B::name(device), crate::device_profile(device).autotuned),
+        || {
+            (
+                B::name(device),
+                crate::device::backend_profile::<B>(device).autotuned,
+            )
+        },
         rewrite,
         applied,
     );

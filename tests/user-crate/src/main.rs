@@ -1,7 +1,9 @@
-//! A user's program, outside the repository's workspace: only `burn` and `burn-deterministic`
-//! (features `candle`, `flex`, `train`), built with `panic = "abort"`.
+//! A user's program, outside the repository's workspace: only `burn` (with `candle`) and
+//! `burn-deterministic` (features `flex`, `train`: not its own `candle`), built with
+//! `panic = "abort"`.
 //!
-//! 1. Every interpolate mode trains through `Autodiff<DeterministicBackend<Candle>>`.
+//! 1. Every interpolate mode trains through `Autodiff<DeterministicBackend<Candle>>`: the
+//!    decorator recognises Candle by its backend name, without its `candle` feature.
 //! 2. A burn-train `Learner` trains a small upsampling model data-parallel on two flex devices
 //!    with `FixedOrderDataParallel`, its loader wrapped in `ResumableLoader`, its progress
 //!    printed by `PlainProgress`; the parameter hash is printed for the check.

@@ -31,7 +31,7 @@ pub(crate) fn compiled_in() -> bool {
 /// `Err` when bits on `device` can depend on the autotune cache. Call it before training to
 /// fail early instead of at the first tensor (what `strict` does).
 pub fn check<B: Backend>(device: &B::Device) -> Result<(), AutotuneHazard> {
-    if crate::device_profile(device).autotuned {
+    if crate::device::backend_profile::<B>(device).autotuned {
         Err(hazard::<B>(device))
     } else {
         Ok(())
@@ -48,7 +48,7 @@ static NOTICE: AutotuneNotice = AutotuneNotice::new();
 /// device, prints [`AutotuneHazard`] once per process, or panics with it under `strict` (a
 /// backend op cannot return an error; [`check`] is the way to fail without a panic).
 pub(crate) fn on_use<B: Backend>(device: &B::Device) {
-    if !crate::device_profile(device).autotuned {
+    if !crate::device::backend_profile::<B>(device).autotuned {
         return;
     }
     if let Err(hazard) =

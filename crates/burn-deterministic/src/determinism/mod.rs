@@ -61,7 +61,7 @@ fn rewrites<B: Backend>(
     rewrite: Rewrite,
     hazard: impl FnOnce(OrderHazards) -> bool,
 ) -> bool {
-    if !hazard(crate::device_profile(device).order_hazards) {
+    if !hazard(crate::device::backend_profile::<B>(device).order_hazards) {
         return false;
     }
     let applied = config::current().fixed_order_ops;

@@ -136,7 +136,7 @@ fn takes_over<B: Backend>(
 ) -> bool {
     config.policy != RewritePolicy::Never
         && (config.modes.contains(resampling(options).mode)
-            || !crate::device_profile(device)
+            || !crate::device::backend_profile::<B>(device)
                 .interpolate_kernels
                 .has_backward(&options.mode))
 }
@@ -212,6 +212,6 @@ mod owned {
 /// gradients (`DeterministicBackend<Autodiff<_>>`): the decorator cannot hand autodiff a
 /// backward, so there the forward must be built from ops autodiff can differentiate.
 pub(crate) fn rewrites_forward<B: Backend>(policy: RewritePolicy, device: &B::Device) -> bool {
-    let accelerator = crate::device_profile(device).kind == DeviceKind::Accelerator;
+    let accelerator = crate::device::backend_profile::<B>(device).kind == DeviceKind::Accelerator;
     policy.rewrites_forward(accelerator, B::ad_enabled(device))
 }

@@ -40,7 +40,7 @@ pub(crate) fn has_forward_kernel<B: Backend>(
     device: &B::Device,
     options: &InterpolateOptions,
 ) -> bool {
-    crate::device_profile(device)
+    crate::device::backend_profile::<B>(device)
         .interpolate_kernels
         .has_forward(&options.mode)
 }
