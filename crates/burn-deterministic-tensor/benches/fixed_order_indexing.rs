@@ -43,14 +43,6 @@ fn indices(rows: usize, device: &Device) -> Tensor<1, Int> {
 
 type Gather = fn(Tensor<1>, usize, Tensor<1, Int>) -> Tensor<1>;
 type Scatter = fn(Tensor<1>, usize, Tensor<1, Int>, Tensor<1>, IndexingUpdateOp) -> Tensor<1>;
-type Deform = fn(
-    Tensor<4>,
-    Tensor<4>,
-    Tensor<4>,
-    Option<Tensor<4>>,
-    Option<Tensor<1>>,
-    DeformConvOptions<2>,
-) -> Tensor<4>;
 
 fn bench_device(c: &mut Criterion, name: &str, device: &Device) {
     let autodiff = device.clone().autodiff();
@@ -109,7 +101,7 @@ fn bench_device(c: &mut Criterion, name: &str, device: &Device) {
     let upstream = floats(7, [2, 16, 32, 32], &autodiff);
     let options = DeformConvOptions::new([1, 1], [1, 1], [1, 1], 1, 1);
     let mut group = c.benchmark_group(format!("deform_conv2d/{name}"));
-    let deforms: [(&str, Deform); 2] = [
+    let deforms: [(&str, common::DeformConv2d); 2] = [
         ("burn", module::deform_conv2d),
         ("fixed_order", fixed_order::deform_conv2d),
     ];

@@ -323,15 +323,7 @@ fn deform_conv_matches_burns(device: &Device, dtype: DType) {
         dtype,
         device,
     );
-    type Deform = fn(
-        Tensor<4>,
-        Tensor<4>,
-        Tensor<4>,
-        Option<Tensor<4>>,
-        Option<Tensor<1>>,
-        DeformConvOptions<2>,
-    ) -> Tensor<4>;
-    let run = |deform: Deform| {
+    let run = |deform: common::DeformConv2d| {
         let x = float(&x_values, [batch, channels, size, size], dtype, device).require_grad();
         let offset = float(
             &offset_values,

@@ -247,3 +247,13 @@ pub fn bench_median(group: &str, id: &str) -> Option<f64> {
         });
     burn_deterministic_testkit::criterion_median(&target, group, id)
 }
+
+/// The signature of `burn::tensor::module::deform_conv2d` (and of the crate's replacement).
+pub type DeformConv2d = fn(
+    Tensor<4>,
+    Tensor<4>,
+    Tensor<4>,
+    Option<Tensor<4>>,
+    Option<Tensor<1>>,
+    burn::tensor::ops::DeformConvOptions<2>,
+) -> Tensor<4>;
