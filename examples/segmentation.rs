@@ -24,7 +24,7 @@ use burn::optim::AdamConfig;
 use burn::tensor::backend::AutodiffBackend;
 use burn::train::logger::FileMetricLogger;
 use burn::train::{Learner, SupervisedTraining};
-use burn_deterministic::train::parameter_hash;
+use burn_deterministic::train::{parameter_hash, TracedOptimizer};
 use burn_deterministic::DeterministicBackend;
 use burn_deterministic_suite::example_support::devices::{
     cpu_devices, training_strategy, BackendChoice,
@@ -135,7 +135,10 @@ pub fn train<B: AutodiffBackend>(
         .num_epochs(run.epochs)
         .summary();
     let training = checkpointed_and_rendered(training, resume_after);
-    let learner = Learner::new(model, config.optimizer.init(), run.learning_rate);
+    // Traced: in the runs `--check-determinism` starts, each step's gradients are hashed, so
+    // that the check can name the first step and parameter where the runs differ.
+    let optimizer = TracedOptimizer::new(config.optimizer.init());
+    let learner = Learner::new(model, optimizer, run.learning_rate);
 
     let start = Instant::now();
     let result = training.launch(learner);

@@ -14,7 +14,7 @@ use burn::tensor::ops::{InterpolateMode, InterpolateOptions};
 use burn::tensor::{Distribution, Tensor};
 use burn_deterministic::train::{
     enter_check_run, print_parameter_hash, record_gradients, CheckError, CheckReport,
-    DeterminismCheck,
+    DeterminismCheck, TracedOptimizer,
 };
 use burn_deterministic::DeterministicBackend;
 use burn_deterministic_suite::controls::deform_conv_grads;
@@ -57,7 +57,7 @@ struct DeformNet<B: Backend> {
 /// the check's locator. Every sample is pulled onto one fractional point of the `[1, 2, 6, 6]`
 /// input, so each of its four neighbours adds about 12 000 contributions; the loss is reduced
 /// per axis (a full `sum()` would drift too).
-fn train_deform(device: &burn::tensor::Device<Wgpu>) -> DeformNet<Autodiff<Wgpu>> {
+fn train_deform(device: &burn::tensor::Device<Wgpu>, traced: bool) -> DeformNet<Autodiff<Wgpu>> {
     use burn::tensor::module::deform_conv2d;
     use burn::tensor::ops::DeformConvOptions;
     type B = Autodiff<Wgpu>;
@@ -86,6 +86,8 @@ fn train_deform(device: &burn::tensor::Device<Wgpu>) -> DeformNet<Autodiff<Wgpu>
     };
     let upstream = Tensor::<B, 4>::random([1, channels, out, out], Distribution::Default, device);
     let options = DeformConvOptions::new([1, 1], [padding, padding], [1, 1], 1, 1);
+    let mut optimizer =
+        TracedOptimizer::new(burn::optim::SgdConfig::new().init::<B, DeformNet<B>>());
     for step in 1..=2 {
         let (weight, features) = (model.weight.val(), model.features.val());
         let y = deform_conv2d(
@@ -102,6 +104,12 @@ fn train_deform(device: &burn::tensor::Device<Wgpu>) -> DeformNet<Autodiff<Wgpu>
             .sum_dim(1)
             .sum_dim(0);
         let grads = loss.backward();
+        if traced {
+            // Burn's optimizer, wrapped: it records the gradients it is given.
+            let grads = GradientsParams::from_grads(grads, &model);
+            model = optimizer.step(0.01, model, grads);
+            continue;
+        }
         record_gradients(step, &model, &grads);
         let sgd = |p: Tensor<B, 4>| {
             let grad = p.grad(&grads).expect("a parameter has a gradient");
@@ -141,7 +149,10 @@ fn check_run() {
             print_parameter_hash(&control);
         }
         "deform-net-wgpu" => {
-            print_parameter_hash(&train_deform(&test_device()));
+            print_parameter_hash(&train_deform(&test_device(), false));
+        }
+        "deform-net-traced-wgpu" => {
+            print_parameter_hash(&train_deform(&test_device(), true));
         }
         other => panic!("unknown case {other}"),
     }
@@ -191,7 +202,15 @@ fn a_run_without_a_hash_line_is_an_error() {
 /// gradient, the check names step 1 and the parameter feeding it, and that one only.
 #[test]
 fn the_check_names_the_first_step_and_parameter_that_differ() {
-    let report = check("deform-net-wgpu", 2).unwrap();
+    for case in ["deform-net-wgpu", "deform-net-traced-wgpu"] {
+        assert_located(case);
+    }
+}
+
+/// `case` (a hand-written loop calling `record_gradients`, or Burn's optimizer wrapped in
+/// `TracedOptimizer`) drifts, and the check says where.
+fn assert_located(case: &str) {
+    let report = check(case, 2).unwrap();
     assert!(
         !report.identical(),
         "the deform control did not drift:\n{report}"

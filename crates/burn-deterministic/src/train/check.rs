@@ -3,7 +3,8 @@
 //! orchestration is the engine's (`burn_deterministic_core::check`); this module adds Burn
 //! 0.21's parameter hash, autotune pinning and per-step trace.
 
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::{AutodiffModule, Module, ModuleVisitor, Param};
+use burn::optim::{GradientsParams, LearningRate, MultiGradientsParams, Optimizer};
 use burn::tensor::backend::AutodiffBackend;
 use burn::tensor::Tensor;
 use burn_deterministic_core::check::check_run_autotune_dir;
@@ -120,6 +121,101 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Recorder<'_, B> {
         };
         if let Some(data) = data {
             trace::record_bytes(self.step, &self.path, traced, data.as_bytes());
+        }
+    }
+}
+
+/// Any burn-train optimizer, with each step's gradients recorded in the check's trace (as
+/// [`record_gradients`] does), for training code that cannot call it itself: a `Learner`.
+/// Outside a check run it only counts steps. With several devices' gradients
+/// (`step_multi`), it records the parameters' values after the step instead.
+///
+/// ```rust
+/// # #[cfg(feature = "ndarray")] {
+/// use burn::backend::{Autodiff, NdArray};
+/// use burn::nn::Linear;
+/// use burn::optim::AdamConfig;
+/// use burn_deterministic::train::TracedOptimizer;
+///
+/// type B = Autodiff<NdArray>;
+/// let optimizer = TracedOptimizer::new(AdamConfig::new().init::<B, Linear<B>>());
+/// # let _ = optimizer;
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct TracedOptimizer<O> {
+    optimizer: O,
+    step: u64,
+}
+
+impl<O> TracedOptimizer<O> {
+    /// `optimizer`, its steps numbered from 1.
+    pub fn new(optimizer: O) -> Self {
+        Self { optimizer, step: 0 }
+    }
+}
+
+impl<M, B, O> Optimizer<M, B> for TracedOptimizer<O>
+where
+    M: AutodiffModule<B>,
+    B: AutodiffBackend,
+    O: Optimizer<M, B>,
+{
+    type Record = O::Record;
+
+    fn step(&mut self, lr: LearningRate, module: M, grads: GradientsParams) -> M {
+        self.step += 1;
+        if trace::tracing() {
+            module.visit(&mut ParamsRecorder::<B> {
+                step: self.step,
+                path: ModulePath::default(),
+                gradients: &grads,
+                backend: core::marker::PhantomData,
+            });
+        }
+        self.optimizer.step(lr, module, grads)
+    }
+
+    fn step_multi(&mut self, lr: LearningRate, module: M, grads: MultiGradientsParams) -> M {
+        self.step += 1;
+        let module = self.optimizer.step_multi(lr, module, grads);
+        record_values::<B, M>(self.step, &module);
+        module
+    }
+
+    fn to_record(&self) -> Self::Record {
+        self.optimizer.to_record()
+    }
+
+    fn load_record(self, record: Self::Record) -> Self {
+        Self {
+            optimizer: self.optimizer.load_record(record),
+            step: self.step,
+        }
+    }
+}
+
+/// Records every float parameter's gradient from an optimizer's `GradientsParams`.
+struct ParamsRecorder<'a, B> {
+    step: u64,
+    path: ModulePath,
+    gradients: &'a GradientsParams,
+    backend: core::marker::PhantomData<B>,
+}
+
+impl<B: AutodiffBackend> ModuleVisitor<B> for ParamsRecorder<'_, B> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.enter(name);
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.exit();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
+        if let Some(grad) = self.gradients.get::<B::InnerBackend, D>(param.id) {
+            let data = grad.into_data();
+            trace::record_bytes(self.step, &self.path, Traced::Gradient, data.as_bytes());
         }
     }
 }

@@ -22,7 +22,8 @@ mod resume;
 
 pub use check::{
     check_determinism, enter_check_run, print_parameter_hash, record_gradients, record_values,
-    CheckError, CheckReport, DeterminismCheck, CHECK_AUTOTUNE_DIR_ENV, CHECK_RUN_ENV, HASH_LINE,
+    CheckError, CheckReport, DeterminismCheck, TracedOptimizer, CHECK_AUTOTUNE_DIR_ENV,
+    CHECK_RUN_ENV, HASH_LINE,
 };
 pub use data_parallel::FixedOrderDataParallel;
 pub use hash::parameter_hash;
