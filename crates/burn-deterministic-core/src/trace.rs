@@ -83,14 +83,20 @@ impl Trace {
 /// opened on first use); elsewhere returns at once. The front doors' per-step recording
 /// functions go through it, so that a training program calls them unconditionally.
 pub fn with_run_trace(record: impl FnOnce(&mut Trace)) {
-    static TRACE: std::sync::OnceLock<Option<std::sync::Mutex<Trace>>> = std::sync::OnceLock::new();
-    let trace = TRACE.get_or_init(|| {
-        let trace = Trace::from_env();
-        trace.is_active().then(|| std::sync::Mutex::new(trace))
-    });
-    if let Some(trace) = trace {
+    if let Some(trace) = run_trace() {
         record(&mut trace.lock().unwrap_or_else(|e| e.into_inner()));
     }
+}
+
+/// This process's trace, opened on first use; `None` outside a run the check started.
+fn run_trace() -> Option<&'static std::sync::Mutex<Trace>> {
+    static TRACE: std::sync::OnceLock<Option<std::sync::Mutex<Trace>>> = std::sync::OnceLock::new();
+    TRACE
+        .get_or_init(|| {
+            let trace = Trace::from_env();
+            trace.is_active().then(|| std::sync::Mutex::new(trace))
+        })
+        .as_ref()
 }
 
 /// The module path of the parameter a front door's module visitor is at (`decoder.up2.conv`
@@ -128,9 +134,7 @@ pub fn record_bytes(step: u64, path: &ModulePath, traced: Traced, bytes: &[u8]) 
 /// Whether this is a run the check started and its trace is being written (the front doors'
 /// recording functions return at once otherwise, before visiting any parameter).
 pub fn tracing() -> bool {
-    let mut active = false;
-    with_run_trace(|_| active = true);
-    active
+    run_trace().is_some()
 }
 
 /// The first step at which two runs' traces differ, and where.

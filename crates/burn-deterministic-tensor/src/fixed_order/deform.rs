@@ -118,7 +118,8 @@ fn input_path(
                 &host::<f64>(offset),
                 mask.map(host::<f64>).as_deref(),
             );
-            (rows, TensorData::new(weights, [rows_len(&geometry), 1]))
+            let samples = rows.len();
+            (rows, TensorData::new(weights, [samples, 1]))
         }
         _ => {
             let (rows, weights) = corner_samples(
@@ -126,7 +127,8 @@ fn input_path(
                 &host::<f32>(offset),
                 mask.map(host::<f32>).as_deref(),
             );
-            (rows, TensorData::new(weights, [rows_len(&geometry), 1]))
+            let samples = rows.len();
+            (rows, TensorData::new(weights, [samples, 1]))
         }
     };
     let weights = Tensor::<2>::from_data(weights, (&device, dtype));
@@ -160,10 +162,6 @@ fn input_path(
     weight
         .matmul(columns)
         .reshape([batch, out_channels, output[0], output[1]])
-}
-
-fn rows_len(geometry: &DeformGeometry) -> usize {
-    4 * geometry.samples()
 }
 
 fn host<T: burn::tensor::Element>(tensor: Tensor<4>) -> Vec<T> {

@@ -73,32 +73,41 @@ pub fn record_gradients<B: AutodiffBackend, M: Module<B>>(
     module: &M,
     grads: &B::Gradients,
 ) {
-    if trace::tracing() {
-        module.visit(&mut Recorder::<B> {
-            step,
-            path: ModulePath::default(),
-            gradients: Some(grads),
-        });
-    }
+    record(step, module, Source::Gradients(grads));
 }
 
 /// [`record_gradients`] for training code that cannot reach the gradients (a `Learner`'s
 /// step): records every float parameter's value after step `step`.
 pub fn record_values<B: AutodiffBackend, M: Module<B>>(step: u64, module: &M) {
+    record(step, module, Source::Values);
+}
+
+/// Records every float parameter of `module` from `source`, in a run the check started.
+fn record<B: AutodiffBackend, M: Module<B>>(step: u64, module: &M, source: Source<'_, B>) {
     if trace::tracing() {
-        module.visit(&mut Recorder::<B> {
+        module.visit(&mut Recorder {
             step,
             path: ModulePath::default(),
-            gradients: None,
+            source,
         });
     }
 }
 
-/// Records every float parameter's gradient (`gradients` given) or value in the run's trace.
+/// Where a [`Recorder`] reads each parameter's bytes.
+enum Source<'a, B: AutodiffBackend> {
+    /// Its gradient in the result of `loss.backward()`.
+    Gradients(&'a B::Gradients),
+    /// Its gradient in an optimizer's `GradientsParams`.
+    OptimizerGradients(&'a GradientsParams),
+    /// Its value.
+    Values,
+}
+
+/// Records every float parameter's gradient or value in the run's trace.
 struct Recorder<'a, B: AutodiffBackend> {
     step: u64,
     path: ModulePath,
-    gradients: Option<&'a B::Gradients>,
+    source: Source<'a, B>,
 }
 
 impl<B: AutodiffBackend> ModuleVisitor<B> for Recorder<'_, B> {
@@ -111,13 +120,18 @@ impl<B: AutodiffBackend> ModuleVisitor<B> for Recorder<'_, B> {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        let data = match self.gradients {
-            Some(gradients) => param.val().grad(gradients).map(|grad| grad.into_data()),
-            None => Some(param.val().into_data()),
-        };
-        let traced = match self.gradients {
-            Some(_) => Traced::Gradient,
-            None => Traced::Value,
+        let (traced, data) = match &self.source {
+            Source::Gradients(gradients) => (
+                Traced::Gradient,
+                param.val().grad(gradients).map(|grad| grad.into_data()),
+            ),
+            Source::OptimizerGradients(gradients) => (
+                Traced::Gradient,
+                gradients
+                    .get::<B::InnerBackend, D>(param.id)
+                    .map(|grad| grad.into_data()),
+            ),
+            Source::Values => (Traced::Value, Some(param.val().into_data())),
         };
         if let Some(data) = data {
             trace::record_bytes(self.step, &self.path, traced, data.as_bytes());
@@ -165,14 +179,7 @@ where
 
     fn step(&mut self, lr: LearningRate, module: M, grads: GradientsParams) -> M {
         self.step += 1;
-        if trace::tracing() {
-            module.visit(&mut ParamsRecorder::<B> {
-                step: self.step,
-                path: ModulePath::default(),
-                gradients: &grads,
-                backend: core::marker::PhantomData,
-            });
-        }
+        record(self.step, &module, Source::OptimizerGradients(&grads));
         self.optimizer.step(lr, module, grads)
     }
 
@@ -191,31 +198,6 @@ where
         Self {
             optimizer: self.optimizer.load_record(record),
             step: self.step,
-        }
-    }
-}
-
-/// Records every float parameter's gradient from an optimizer's `GradientsParams`.
-struct ParamsRecorder<'a, B> {
-    step: u64,
-    path: ModulePath,
-    gradients: &'a GradientsParams,
-    backend: core::marker::PhantomData<B>,
-}
-
-impl<B: AutodiffBackend> ModuleVisitor<B> for ParamsRecorder<'_, B> {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.enter(name);
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.exit();
-    }
-
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<B, D>>) {
-        if let Some(grad) = self.gradients.get::<B::InnerBackend, D>(param.id) {
-            let data = grad.into_data();
-            trace::record_bytes(self.step, &self.path, Traced::Gradient, data.as_bytes());
         }
     }
 }
