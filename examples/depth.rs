@@ -29,18 +29,18 @@ use burn_deterministic::DeterministicBackend;
 use burn_deterministic_suite::example_support::devices::{
     cpu_devices, training_strategy, BackendChoice,
 };
-use burn_deterministic_suite::example_support::flow::run_example;
+use burn_deterministic_suite::example_support::flow::{run_example, BURN_021};
 use burn_deterministic_suite::example_support::run_config::{
-    checkpointed_and_rendered, in_memory, CommonArgs, RunConfig, Samples,
+    checkpointed_and_rendered, in_memory, loaders, CommonArgs, RunConfig, Samples,
 };
 use burn_deterministic_suite::example_support::run_log::{CurveLogger, Trained};
-use burn_deterministic_vision::data::{DepthSample, SyntheticDepth};
-use burn_deterministic_vision::folder::DepthFolder;
-use burn_deterministic_vision::metrics::DepthAccumulator;
+use burn_deterministic_vision::data::DepthSample;
+use burn_deterministic_vision::metrics::constant_prediction_delta1;
 use burn_deterministic_vision::models::DepthNet;
+use burn_deterministic_vision::run::config::{depth_splits, DepthOptions};
 use burn_deterministic_vision::train::{DepthMetric, DepthStatistic, EpochLoss};
 use clap::Parser;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -53,7 +53,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    run_example(&args.common, "depth", &config, |output_dir| {
+    run_example(&BURN_021, &args.common, "depth", &config, |output_dir| {
         let data = DepthData::load(&config)?;
         let devices = usize::from(args.common.devices);
         // The backend: Burn's own, wrapped by the decorator, under autodiff.
@@ -113,7 +113,8 @@ pub fn train<B: AutodiffBackend>(
     // Parameters are drawn from the backend's generator: seed it before building the model.
     B::seed(&device, run.seed);
     let model = DepthNet::<B>::new(&device);
-    let (loader_train, loader_valid) = run.loaders::<B, _, _, _>(
+    let (loader_train, loader_valid) = loaders::<B, _, _, _>(
+        run,
         data.train.clone(),
         data.valid.clone(),
         &device,
@@ -151,15 +152,9 @@ pub fn train<B: AutodiffBackend>(
         ("AbsRel", "AbsRel"),
         ("RMSE", "RMSE m"),
     ]);
-    // Reference: a constant prediction, median-scaled like the model's (what a net that learned
-    // nothing about the scene's geometry scores).
-    let mut constant = DepthAccumulator::new(true);
-    for sample in data.valid.iter() {
-        constant.add_image(&vec![1.0; sample.depth.len()], &sample.depth);
-    }
     final_metrics.insert(
         "constant-prediction delta1 %".into(),
-        100.0 * constant.metrics().delta1,
+        constant_prediction_delta1(data.valid.iter()),
     );
     Trained {
         devices: device_count,
@@ -187,24 +182,12 @@ pub struct DepthData {
 }
 
 impl DepthData {
-    /// PNG folders (`run.data_dir`), else seeded synthetic scenes.
+    /// PNG folders (`run.data_dir`), else seeded synthetic scenes, read into memory.
     fn load(config: &DepthTrainingConfig) -> Result<Self, String> {
-        let run = &config.run;
-        if let Some(dir) = &run.data_dir {
-            let open = |split: &str| {
-                DepthFolder::open(PathBuf::from(dir).join(split), config.depth_scale)
-                    .map_err(|e| e.to_string())
-            };
-            return Ok(Self {
-                train: in_memory(&open("train")?),
-                valid: in_memory(&open("valid")?),
-            });
-        }
-        let synthetic =
-            |seed, count| in_memory(&SyntheticDepth::new(seed, [run.image_size; 2], count));
+        let [train, valid] = depth_splits(&config.run, config.depth_scale)?;
         Ok(Self {
-            train: synthetic(run.seed, run.train_size),
-            valid: synthetic(run.validation_seed(), run.valid_size),
+            train: in_memory(train.as_ref()),
+            valid: in_memory(valid.as_ref()),
         })
     }
 }
@@ -214,9 +197,8 @@ impl DepthData {
 struct Args {
     #[command(flatten)]
     common: CommonArgs,
-    /// PNG depth value per metre, for --data-dir.
-    #[arg(long)]
-    depth_scale: Option<f32>,
+    #[command(flatten)]
+    depth: DepthOptions,
 }
 
 impl Args {
@@ -224,10 +206,10 @@ impl Args {
         let mut config = match &self.common.config {
             Some(path) => DepthTrainingConfig::load(path)
                 .map_err(|e| format!("cannot read config {}: {e}", path.display()))?,
-            None => DepthTrainingConfig::new(AdamConfig::new(), RunConfig::new()),
+            None => DepthTrainingConfig::new(AdamConfig::new(), RunConfig::default()),
         };
         config.run.apply(&self.common)?;
-        config.depth_scale = self.depth_scale.unwrap_or(config.depth_scale);
+        config.depth_scale = self.depth.depth_scale.unwrap_or(config.depth_scale);
         Ok(config)
     }
 }

@@ -29,17 +29,17 @@ use burn_deterministic::DeterministicBackend;
 use burn_deterministic_suite::example_support::devices::{
     cpu_devices, training_strategy, BackendChoice,
 };
-use burn_deterministic_suite::example_support::flow::run_example;
+use burn_deterministic_suite::example_support::flow::{run_example, BURN_021};
 use burn_deterministic_suite::example_support::run_config::{
-    checkpointed_and_rendered, in_memory, CommonArgs, RunConfig, Samples,
+    checkpointed_and_rendered, in_memory, loaders, CommonArgs, RunConfig, Samples,
 };
 use burn_deterministic_suite::example_support::run_log::{CurveLogger, Trained};
-use burn_deterministic_vision::data::{SegmentationSample, SyntheticSegmentation};
-use burn_deterministic_vision::folder::SegmentationFolder;
+use burn_deterministic_vision::data::SegmentationSample;
 use burn_deterministic_vision::models::SegmentationConfig;
+use burn_deterministic_vision::run::config::{segmentation_splits, SegmentationOptions};
 use burn_deterministic_vision::train::{EpochLoss, SegmentationMetric, SegmentationStatistic};
 use clap::Parser;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -52,49 +52,61 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    run_example(&args.common, "segmentation", &config, |output_dir| {
-        let data = SegmentationData::load(&config)?;
-        let devices = usize::from(args.common.devices);
-        // The backend: Burn's own, wrapped by the decorator, under autodiff.
-        Ok(match args.common.backend {
-            #[cfg(feature = "flex")]
-            BackendChoice::Flex => train::<Autodiff<DeterministicBackend<burn::backend::Flex>>>(
-                &config,
-                &data,
-                cpu_devices(devices),
-                output_dir,
-                args.common.resume,
-            ),
-            #[cfg(feature = "ndarray")]
-            BackendChoice::Ndarray => {
-                train::<Autodiff<DeterministicBackend<burn::backend::NdArray>>>(
-                    &config,
-                    &data,
-                    cpu_devices(devices),
-                    output_dir,
-                    args.common.resume,
-                )
-            }
-            #[cfg(feature = "wgpu")]
-            BackendChoice::Wgpu => train::<Autodiff<DeterministicBackend<burn::backend::Wgpu>>>(
-                &config,
-                &data,
-                burn_deterministic_suite::example_support::devices::wgpu_devices(devices)?,
-                output_dir,
-                args.common.resume,
-            ),
-            #[cfg(feature = "cuda")]
-            BackendChoice::Cuda => train::<Autodiff<DeterministicBackend<burn::backend::Cuda>>>(
-                &config,
-                &data,
-                burn_deterministic_suite::example_support::devices::cuda_devices(devices),
-                output_dir,
-                args.common.resume,
-            ),
-            #[allow(unreachable_patterns)]
-            other => return Err(other.missing_feature()),
-        })
-    })
+    run_example(
+        &BURN_021,
+        &args.common,
+        "segmentation",
+        &config,
+        |output_dir| {
+            let data = SegmentationData::load(&config)?;
+            let devices = usize::from(args.common.devices);
+            // The backend: Burn's own, wrapped by the decorator, under autodiff.
+            Ok(match args.common.backend {
+                #[cfg(feature = "flex")]
+                BackendChoice::Flex => {
+                    train::<Autodiff<DeterministicBackend<burn::backend::Flex>>>(
+                        &config,
+                        &data,
+                        cpu_devices(devices),
+                        output_dir,
+                        args.common.resume,
+                    )
+                }
+                #[cfg(feature = "ndarray")]
+                BackendChoice::Ndarray => {
+                    train::<Autodiff<DeterministicBackend<burn::backend::NdArray>>>(
+                        &config,
+                        &data,
+                        cpu_devices(devices),
+                        output_dir,
+                        args.common.resume,
+                    )
+                }
+                #[cfg(feature = "wgpu")]
+                BackendChoice::Wgpu => {
+                    train::<Autodiff<DeterministicBackend<burn::backend::Wgpu>>>(
+                        &config,
+                        &data,
+                        burn_deterministic_suite::example_support::devices::wgpu_devices(devices)?,
+                        output_dir,
+                        args.common.resume,
+                    )
+                }
+                #[cfg(feature = "cuda")]
+                BackendChoice::Cuda => {
+                    train::<Autodiff<DeterministicBackend<burn::backend::Cuda>>>(
+                        &config,
+                        &data,
+                        burn_deterministic_suite::example_support::devices::cuda_devices(devices),
+                        output_dir,
+                        args.common.resume,
+                    )
+                }
+                #[allow(unreachable_patterns)]
+                other => return Err(other.missing_feature()),
+            })
+        },
+    )
 }
 
 /// Trains the segmentation net with burn-train's `Learner` on `devices` (the first is the main
@@ -112,7 +124,8 @@ pub fn train<B: AutodiffBackend>(
     // Parameters are drawn from the backend's generator: seed it before building the model.
     B::seed(&device, run.seed);
     let model = config.model.init::<B>(&device);
-    let (loader_train, loader_valid) = run.loaders::<B, _, _, _>(
+    let (loader_train, loader_valid) = loaders::<B, _, _, _>(
+        run,
         data.train.clone(),
         data.valid.clone(),
         &device,
@@ -174,30 +187,12 @@ pub struct SegmentationData {
 }
 
 impl SegmentationData {
-    /// PNG folders (`run.data_dir`), else seeded synthetic scenes.
+    /// PNG folders (`run.data_dir`), else seeded synthetic scenes, read into memory.
     fn load(config: &SegmentationTrainingConfig) -> Result<Self, String> {
-        let (run, classes) = (&config.run, config.model.classes);
-        if let Some(dir) = &run.data_dir {
-            let open = |split: &str| {
-                SegmentationFolder::open(PathBuf::from(dir).join(split), classes)
-                    .map_err(|e| e.to_string())
-            };
-            return Ok(Self {
-                train: in_memory(&open("train")?),
-                valid: in_memory(&open("valid")?),
-            });
-        }
-        let synthetic = |seed, count| {
-            in_memory(&SyntheticSegmentation::new(
-                seed,
-                [run.image_size; 2],
-                classes,
-                count,
-            ))
-        };
+        let [train, valid] = segmentation_splits(&config.run, config.model.classes)?;
         Ok(Self {
-            train: synthetic(run.seed, run.train_size),
-            valid: synthetic(run.validation_seed(), run.valid_size),
+            train: in_memory(train.as_ref()),
+            valid: in_memory(valid.as_ref()),
         })
     }
 }
@@ -207,12 +202,8 @@ impl SegmentationData {
 struct Args {
     #[command(flatten)]
     common: CommonArgs,
-    /// Number of classes, background included (synthetic data: shape kinds and colours).
-    #[arg(long)]
-    classes: Option<usize>,
-    /// Dropout probability before the main head (its masks come from the backend's generator).
-    #[arg(long)]
-    dropout: Option<f64>,
+    #[command(flatten)]
+    segmentation: SegmentationOptions,
 }
 
 impl Args {
@@ -223,21 +214,13 @@ impl Args {
             None => SegmentationTrainingConfig::new(
                 SegmentationConfig::new(),
                 AdamConfig::new(),
-                RunConfig::new(),
+                RunConfig::default(),
             ),
         };
         config.run.apply(&self.common)?;
-        config.model.classes = self.classes.unwrap_or(config.model.classes);
-        config.model.dropout = self.dropout.unwrap_or(config.model.dropout);
-        if !(0.0..1.0).contains(&config.model.dropout) {
-            return Err(format!(
-                "--dropout must be in [0, 1), got {}",
-                config.model.dropout
-            ));
-        }
-        if config.model.classes < 2 {
-            return Err("--classes must be at least 2".into());
-        }
+        let model = &mut config.model;
+        self.segmentation
+            .apply(&mut model.classes, &mut model.dropout)?;
         Ok(config)
     }
 }

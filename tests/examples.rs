@@ -8,6 +8,7 @@
 //! cargo reports, so a stale example from another build is never what is tested.
 
 use burn_deterministic_suite::example_support::run_log::RunLog;
+use burn_deterministic_testkit::examples::{self, assert_success};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -33,34 +34,14 @@ fn enabled_features() -> Vec<&'static str> {
     .collect()
 }
 
-/// Builds the example with this test build's features and profile (a no-op when `cargo test`
-/// already built it), and returns the path cargo reports: never a stale binary left from
-/// another build.
+/// Builds the example with this test build's features and profile and returns its binary.
 fn example(name: &str) -> PathBuf {
-    static BUILD_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one_build_at_a_time = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut command = Command::new(cargo);
-    command
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["build", "--message-format=json", "--example", name])
-        .args(["--no-default-features", "--features"])
-        .arg(enabled_features().join(","));
-    if !cfg!(debug_assertions) {
-        command.arg("--release");
-    }
-    let output = command.output().unwrap();
-    assert!(
-        output.status.success(),
-        "building example {name} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .filter(|message| message["target"]["name"] == name)
-        .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .unwrap_or_else(|| panic!("cargo reported no executable for example {name}"))
+    let features = enabled_features().join(",");
+    examples::build(
+        env!("CARGO_MANIFEST_DIR"),
+        name,
+        &["--no-default-features", "--features", &features],
+    )
 }
 
 fn output_dir(name: &str) -> PathBuf {
@@ -70,60 +51,13 @@ fn output_dir(name: &str) -> PathBuf {
 }
 
 fn run(name: &str, args: &[&str], out: &Path) -> Output {
-    let output = Command::new(example(name))
-        .args(args)
-        .arg("--output-dir")
-        .arg(out)
-        .output()
-        .unwrap();
-    eprintln!(
-        "{name} {args:?}: {}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter(|l| l.contains("SHA-256") || l.contains("determinism") || l.contains('%'))
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    output
-}
-
-fn assert_success(output: &Output) {
-    assert!(
-        output.status.success(),
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    examples::run(&example(name), args, out)
 }
 
 /// The run's log, after checking the files every run writes.
 fn read_run(dir: &Path, epochs: usize) -> RunLog {
-    for file in ["log.json", "curves.png", "config.json"] {
-        assert!(
-            dir.join(file).is_file(),
-            "{file} missing in {}",
-            dir.display()
-        );
-    }
-    let log = RunLog::read_json(dir).unwrap();
-    for split in ["train", "valid"] {
-        let n = log.epochs.iter().filter(|r| r.split == split).count();
-        assert_eq!(n, epochs, "{split} epochs in the log");
-    }
-    assert_eq!(log.parameter_sha256.len(), 64);
+    let log = RunLog::read_finished(dir, epochs).unwrap_or_else(|e| panic!("{e}"));
     log
-}
-
-/// The count of a rewrite in the run's determinism report, over its devices.
-fn rewrites(log: &RunLog, name: &str) -> u64 {
-    log.determinism["devices"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no determinism report in the log: {}", log.determinism))
-        .iter()
-        .filter_map(|device| device["rewrites"][name].as_u64())
-        .sum()
 }
 
 fn metric(log: &RunLog, name: &str) -> f64 {
@@ -179,11 +113,11 @@ fn segmentation_learns_and_is_deterministic_across_processes() {
     // The determinism report: flex keeps its bilinear forward (`auto` on a CPU device), the
     // backward is the adjoint, no hazard.
     assert!(
-        rewrites(&a, "resize backward bilinear, dense") > 0,
+        a.count("resize backward bilinear, dense") > 0,
         "{}",
         a.determinism
     );
-    assert_eq!(rewrites(&a, "resize forward bilinear, dense"), 0);
+    assert_eq!(a.count("resize forward bilinear, dense"), 0);
     assert_eq!(a.determinism["hazards"], serde_json::json!([]));
     // Stated target (fixed seed): mIoU ≥ 50 % with 5 classes (measured 66.7 %; predicting one
     // class everywhere scores at most 20 %).
@@ -290,11 +224,11 @@ fn segmentation_on_wgpu_is_deterministic_across_processes() {
     assert_eq!(a.epochs, b.epochs);
     // On an accelerator both directions are matmuls, and the counts are the same in both runs.
     assert!(
-        rewrites(&a, "resize forward bilinear, dense") > 0,
+        a.count("resize forward bilinear, dense") > 0,
         "{}",
         a.determinism
     );
-    assert!(rewrites(&a, "resize backward bilinear, dense") > 0);
+    assert!(a.count("resize backward bilinear, dense") > 0);
     assert_eq!(a.determinism["devices"], b.determinism["devices"]);
     std::fs::remove_dir_all(out).unwrap();
 }

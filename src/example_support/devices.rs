@@ -3,40 +3,7 @@
 //! The backend *type* is written in each example (`Autodiff<DeterministicBackend<…>>`); this
 //! module only names the choice on the command line and lists the devices of each backend.
 
-use serde::{Deserialize, Serialize};
-
-/// The inner backend the decorator wraps, each behind its cargo feature.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendChoice {
-    /// burn-ndarray on the CPU (feature `ndarray`, on by default).
-    Ndarray,
-    /// burn-flex on the CPU (feature `flex`).
-    Flex,
-    /// wgpu, pinned to the Vulkan API (feature `wgpu`).
-    Wgpu,
-    /// CUDA (feature `cuda`).
-    Cuda,
-}
-
-impl BackendChoice {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Ndarray => "ndarray",
-            Self::Flex => "flex",
-            Self::Wgpu => "wgpu",
-            Self::Cuda => "cuda",
-        }
-    }
-
-    /// The error for a backend whose cargo feature this build lacks.
-    pub fn missing_feature(self) -> String {
-        format!(
-            "backend {0} needs the cargo feature `{0}` (add `--features {0}`)",
-            self.name()
-        )
-    }
-}
+pub use burn_deterministic_vision::run::config::BackendChoice;
 
 /// `count` devices of a CPU backend: worker threads on the one CPU device (data-parallel
 /// training runs one per "device").

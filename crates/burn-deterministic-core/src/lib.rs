@@ -22,7 +22,9 @@
 //!   backward of gather), run by the front doors as passes in which no place receives more
 //!   than two values; [`element_keys`], [`row_keys`], [`tuple_keys`] and [`IndexError`]: the
 //!   keys of an indexing op, checked; [`corner_samples`]: where a deformable convolution's
-//!   samples read.
+//!   samples read;
+//! - [`training`]: the Burn-free bookkeeping of both training toolkits (resuming, epoch seeds,
+//!   plain progress lines).
 //!
 //! **Not a stable API.** This crate is an implementation detail of the front doors, which
 //! depend on it with an exact version; its items may change in any release.
@@ -52,6 +54,7 @@ mod pairwise;
 pub mod report;
 mod taps;
 pub mod trace;
+pub mod training;
 mod weights;
 
 pub use cache::{

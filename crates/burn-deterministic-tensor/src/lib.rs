@@ -136,7 +136,7 @@ pub fn try_interpolate(
     let mode = separable::resampling(&options).mode;
     let layouts = [Layout::Dense, Layout::Dense];
     report::record(&device, Rewrite::ResizeForward { mode, layouts });
-    if x.is_require_grad() {
+    if x.is_tracked() {
         report::record(&device, Rewrite::ResizeBackward { mode, layouts });
     }
     Ok(separable::resize(x, maps))

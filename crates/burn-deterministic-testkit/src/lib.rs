@@ -5,6 +5,7 @@
 //! version's options and dtypes itself.
 
 pub mod child;
+pub mod examples;
 pub mod golden;
 
 use std::path::{Path, PathBuf};

@@ -2,9 +2,22 @@
 //! same seed on every machine.
 
 use crate::rng::Rng;
-use burn::data::dataset::Dataset;
-use burn::tensor::backend::Backend;
-use burn::tensor::{Int, Tensor, TensorData};
+
+/// Samples by index: what each Burn's `Dataset` reads (the glue of each Burn implements its
+/// `Dataset` trait over this one).
+pub trait SampleSource<I>: Send + Sync {
+    /// Sample `index`, if it exists.
+    fn sample(&self, index: usize) -> Option<I>;
+    /// How many samples there are.
+    fn sample_count(&self) -> usize;
+
+    /// Every sample, in order.
+    fn all_samples(&self) -> Vec<I> {
+        (0..self.sample_count())
+            .filter_map(|i| self.sample(i))
+            .collect()
+    }
+}
 
 /// An RGB image `[3, H, W]` in `[0, 1]` with a class id per pixel `[H, W]`.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,29 +111,6 @@ impl SyntheticSegmentation {
             mask,
             size: self.size,
         }
-    }
-
-    /// Items `indices` as a batch: images `[N, 3, H, W]` and masks `[N, H, W]`.
-    pub fn batch<B: Backend>(
-        &self,
-        indices: &[usize],
-        device: &B::Device,
-    ) -> (Tensor<B, 4>, Tensor<B, 3, Int>) {
-        let [h, w] = self.size;
-        let samples: Vec<_> = indices.iter().map(|&i| self.get(i)).collect();
-        let images: Vec<f32> = samples
-            .iter()
-            .flat_map(|s| s.image.iter().copied())
-            .collect();
-        let masks: Vec<i64> = samples
-            .iter()
-            .flat_map(|s| s.mask.iter().map(|&c| c as i64))
-            .collect();
-        let n = indices.len();
-        (
-            Tensor::from_data(TensorData::new(images, [n, 3, h, w]), device),
-            Tensor::from_data(TensorData::new(masks, [n, h, w]), device),
-        )
     }
 }
 
@@ -241,29 +231,6 @@ impl SyntheticDepth {
             size: self.size,
         }
     }
-
-    /// Items `indices` as a batch: images `[N, 3, H, W]` and depth `[N, 1, H, W]`.
-    pub fn batch<B: Backend>(
-        &self,
-        indices: &[usize],
-        device: &B::Device,
-    ) -> (Tensor<B, 4>, Tensor<B, 4>) {
-        let [h, w] = self.size;
-        let samples: Vec<_> = indices.iter().map(|&i| self.get(i)).collect();
-        let images: Vec<f32> = samples
-            .iter()
-            .flat_map(|s| s.image.iter().copied())
-            .collect();
-        let depth: Vec<f32> = samples
-            .iter()
-            .flat_map(|s| s.depth.iter().copied())
-            .collect();
-        let n = indices.len();
-        (
-            Tensor::from_data(TensorData::new(images, [n, 3, h, w]), device),
-            Tensor::from_data(TensorData::new(depth, [n, 1, h, w]), device),
-        )
-    }
 }
 
 fn dot(a: [f32; 3], b: [f32; 3]) -> f32 {
@@ -299,22 +266,97 @@ fn ray_box(dir: [f32; 3], lo: [f32; 3], hi: [f32; 3]) -> Option<(f32, [f32; 3])>
     Some((near, normal))
 }
 
-impl Dataset<SegmentationSample> for SyntheticSegmentation {
-    fn get(&self, index: usize) -> Option<SegmentationSample> {
-        (index < self.len).then(|| SyntheticSegmentation::get(self, index))
+/// A sample that can be mirrored left-right.
+pub trait HorizontalFlip {
+    fn flip_horizontal(&self) -> Self;
+}
+
+fn flip_planes<T: Copy>(data: &[T], [h, w]: [usize; 2]) -> Vec<T> {
+    let mut out = Vec::with_capacity(data.len());
+    for row in data.chunks_exact(w) {
+        out.extend(row.iter().rev());
+    }
+    debug_assert_eq!(out.len() % (h * w), 0);
+    out
+}
+
+impl HorizontalFlip for SegmentationSample {
+    fn flip_horizontal(&self) -> Self {
+        Self {
+            image: flip_planes(&self.image, self.size),
+            mask: flip_planes(&self.mask, self.size),
+            size: self.size,
+        }
+    }
+}
+
+impl HorizontalFlip for DepthSample {
+    fn flip_horizontal(&self) -> Self {
+        Self {
+            image: flip_planes(&self.image, self.size),
+            depth: flip_planes(&self.depth, self.size),
+            size: self.size,
+        }
+    }
+}
+
+/// Whether the seeded flip augmentation mirrors item `index`: probability 1/2, decided by
+/// `(seed, index)` alone, so the same items are flipped in every run and in every process,
+/// whatever order or thread reads them.
+pub fn flips(seed: u64, index: usize) -> bool {
+    Rng::for_item(seed, index as u64).next_u64() & 1 == 1
+}
+
+/// The one size of a batch's samples.
+///
+/// # Panics
+/// On an empty batch or samples of different sizes.
+fn batch_size_of(sizes: impl Iterator<Item = [usize; 2]>) -> [usize; 2] {
+    let mut sizes = sizes;
+    let first = sizes.next().expect("a batch needs at least one sample");
+    for size in sizes {
+        assert_eq!(size, first, "samples of one batch must have the same size");
+    }
+    first
+}
+
+/// A batch of segmentation samples as host buffers: images `[N, 3, H, W]`, class ids
+/// `[N, H, W]`, and `[N, H, W]`.
+pub fn stack_segmentation(items: &[SegmentationSample]) -> (Vec<f32>, Vec<i64>, [usize; 3]) {
+    let [h, w] = batch_size_of(items.iter().map(|s| s.size));
+    let images = items.iter().flat_map(|s| s.image.iter().copied()).collect();
+    let masks = items
+        .iter()
+        .flat_map(|s| s.mask.iter().map(|&c| c as i64))
+        .collect();
+    (images, masks, [items.len(), h, w])
+}
+
+/// A batch of depth samples as host buffers: images `[N, 3, H, W]`, depth `[N, 1, H, W]`, and
+/// `[N, H, W]`.
+pub fn stack_depth(items: &[DepthSample]) -> (Vec<f32>, Vec<f32>, [usize; 3]) {
+    let [h, w] = batch_size_of(items.iter().map(|s| s.size));
+    let images = items.iter().flat_map(|s| s.image.iter().copied()).collect();
+    let depth = items.iter().flat_map(|s| s.depth.iter().copied()).collect();
+    (images, depth, [items.len(), h, w])
+}
+
+impl SampleSource<SegmentationSample> for SyntheticSegmentation {
+    fn sample(&self, index: usize) -> Option<SegmentationSample> {
+        (index < self.len).then(|| self.get(index))
     }
 
-    fn len(&self) -> usize {
+    fn sample_count(&self) -> usize {
         self.len
     }
 }
 
-impl Dataset<DepthSample> for SyntheticDepth {
-    fn get(&self, index: usize) -> Option<DepthSample> {
-        (index < self.len).then(|| SyntheticDepth::get(self, index))
+impl SampleSource<DepthSample> for SyntheticDepth {
+    fn sample(&self, index: usize) -> Option<DepthSample> {
+        (index < self.len).then(|| self.get(index))
     }
 
-    fn len(&self) -> usize {
+    fn sample_count(&self) -> usize {
         self.len
     }
 }

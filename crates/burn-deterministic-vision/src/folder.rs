@@ -13,8 +13,7 @@
 //! mismatch, a missing label, a class id out of range or an unreadable file is an error naming
 //! the file.
 
-use crate::data::{DepthSample, SegmentationSample};
-use burn::data::dataset::Dataset;
+use crate::data::{DepthSample, SampleSource, SegmentationSample};
 use std::fmt;
 use std::fs::File;
 use std::io::BufReader;
@@ -184,12 +183,12 @@ impl SegmentationFolder {
     }
 }
 
-impl Dataset<SegmentationSample> for SegmentationFolder {
-    fn get(&self, index: usize) -> Option<SegmentationSample> {
+impl SampleSource<SegmentationSample> for SegmentationFolder {
+    fn sample(&self, index: usize) -> Option<SegmentationSample> {
         self.samples.get(index).cloned()
     }
 
-    fn len(&self) -> usize {
+    fn sample_count(&self) -> usize {
         self.samples.len()
     }
 }
@@ -227,12 +226,12 @@ impl DepthFolder {
     }
 }
 
-impl Dataset<DepthSample> for DepthFolder {
-    fn get(&self, index: usize) -> Option<DepthSample> {
+impl SampleSource<DepthSample> for DepthFolder {
+    fn sample(&self, index: usize) -> Option<DepthSample> {
         self.samples.get(index).cloned()
     }
 
-    fn len(&self) -> usize {
+    fn sample_count(&self) -> usize {
         self.samples.len()
     }
 }
@@ -317,9 +316,9 @@ mod tests {
             export_segmentation(&dir, &format!("{i:03}.png"), &data.get(i)).unwrap();
         }
         let folder = SegmentationFolder::open(&dir, 5).unwrap();
-        assert_eq!(folder.len(), 3);
+        assert_eq!(folder.sample_count(), 3);
         for i in 0..3 {
-            let (original, loaded) = (data.get(i), folder.get(i).unwrap());
+            let (original, loaded) = (data.get(i), folder.sample(i).unwrap());
             assert_eq!(loaded.mask, original.mask);
             assert_eq!(loaded.size, [8, 16]);
             // Images are quantised to 8 bit.
@@ -350,7 +349,7 @@ mod tests {
         let depth: Vec<u16> = (0..64).map(|v| v * 250).collect(); // 0 = hole
         write_png(&dir.join("depth/a.png"), size, 1, &depth, true).unwrap();
         let folder = DepthFolder::open(&dir, 1000.0).unwrap();
-        let sample = folder.get(0).unwrap();
+        let sample = folder.sample(0).unwrap();
         assert_eq!(sample.depth[0], 0.0);
         assert_eq!(sample.depth[4], 1.0);
         assert_eq!(sample.image[5], 20.0 / 255.0);

@@ -181,6 +181,374 @@ fn median_ratio(predicted: &[f32], truth: &[f32]) -> f32 {
     }
 }
 
+/// δ1 (in %) of a constant prediction, median-scaled like a model's, over `samples`: what a net
+/// that learned nothing about the scenes' geometry scores (the depth examples' reference).
+pub fn constant_prediction_delta1(
+    samples: impl IntoIterator<Item = crate::data::DepthSample>,
+) -> f64 {
+    let mut constant = DepthAccumulator::new(true);
+    for sample in samples {
+        constant.add_image(&vec![1.0; sample.depth.len()], &sample.depth);
+    }
+    100.0 * constant.metrics().delta1
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a training step hands to the metrics, read on the host, and the scores kept over an epoch:
+// each Burn's burn-train metrics are thin wrappers around these.
+
+/// The loss of one batch.
+#[derive(Debug, Clone, Copy)]
+pub struct BatchLoss {
+    pub value: f64,
+    pub batch_size: usize,
+}
+
+/// Per-pixel class ids of one batch.
+#[derive(Debug, Clone)]
+pub struct ClassPixels {
+    pub predicted: Vec<usize>,
+    pub truth: Vec<usize>,
+}
+
+/// Predicted and true depth of one batch, one `Vec` per image.
+#[derive(Debug, Clone)]
+pub struct DepthImages {
+    pub predicted: Vec<Vec<f32>>,
+    pub truth: Vec<Vec<f32>>,
+}
+
+/// A synced segmentation step output.
+#[derive(Debug, Clone)]
+pub struct SegmentationItem {
+    pub loss: BatchLoss,
+    pub pixels: ClassPixels,
+}
+
+/// A synced depth step output.
+#[derive(Debug, Clone)]
+pub struct DepthItem {
+    pub loss: BatchLoss,
+    pub images: DepthImages,
+}
+
+/// What burn-train displays for one update of a metric: the batch value and the epoch's so far.
+pub fn entry_text(name: &str, batch: f64, epoch: f64, precision: usize) -> String {
+    format!("{name}: {batch:.precision$} (epoch {epoch:.precision$})")
+}
+
+/// One of the examples' metrics, computed on the host from what a training step hands over:
+/// what each Burn's burn-train metric wraps (one generic wrapper per Burn, so the arithmetic
+/// and the names live here once).
+pub trait HostMetric: Clone + Send + Sync + 'static {
+    /// What one batch adds.
+    type Input: Send + Sync;
+    /// The metric's name in logs and curves.
+    fn name(&self) -> &'static str;
+    /// Its unit, and whether higher is better.
+    fn unit_and_direction(&self) -> (Option<&'static str>, bool);
+    /// Decimals shown.
+    fn precision(&self) -> usize;
+    /// A batch: it becomes the last batch and joins the epoch.
+    fn add(&mut self, input: &Self::Input);
+    /// The last batch's value, and its weight in an epoch mean where it has one (the loss: its
+    /// batch size).
+    fn batch_value(&self) -> (f64, Option<usize>);
+    /// The value over the epoch so far.
+    fn epoch_value(&self) -> f64;
+    /// A new epoch.
+    fn clear(&mut self);
+}
+
+/// The loss over an epoch: the batch-size weighted mean, and the last batch.
+#[derive(Debug, Clone, Copy)]
+pub struct LossMean {
+    sum: f64,
+    count: usize,
+    last: BatchLoss,
+}
+
+impl Default for LossMean {
+    fn default() -> Self {
+        Self {
+            sum: 0.0,
+            count: 0,
+            last: BatchLoss {
+                value: f64::NAN,
+                batch_size: 0,
+            },
+        }
+    }
+}
+
+impl LossMean {
+    pub fn add(&mut self, item: &BatchLoss) {
+        self.sum += item.value * item.batch_size as f64;
+        self.count += item.batch_size;
+        self.last = *item;
+    }
+
+    /// The batch-size weighted mean so far.
+    pub fn mean(&self) -> f64 {
+        self.sum / self.count.max(1) as f64
+    }
+
+    /// The last batch added.
+    pub fn last(&self) -> BatchLoss {
+        self.last
+    }
+}
+
+impl HostMetric for LossMean {
+    type Input = BatchLoss;
+
+    fn name(&self) -> &'static str {
+        // As burn-train's own loss metric.
+        "Loss"
+    }
+
+    fn unit_and_direction(&self) -> (Option<&'static str>, bool) {
+        (None, false)
+    }
+
+    fn precision(&self) -> usize {
+        4
+    }
+
+    fn add(&mut self, input: &BatchLoss) {
+        LossMean::add(self, input);
+    }
+
+    fn batch_value(&self) -> (f64, Option<usize>) {
+        (self.last.value, Some(self.last.batch_size))
+    }
+
+    fn epoch_value(&self) -> f64 {
+        self.mean()
+    }
+
+    fn clear(&mut self) {
+        *self = Self::default();
+    }
+}
+
+/// Which number a [`SegmentationScore`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SegmentationStatistic {
+    MeanIou,
+    PixelAccuracy,
+}
+
+impl SegmentationStatistic {
+    /// The metric's name in logs and curves.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::MeanIou => "mIoU",
+            Self::PixelAccuracy => "Pixel Accuracy",
+        }
+    }
+}
+
+/// mIoU or pixel accuracy (in %): of the last batch, and of the confusion matrix accumulated
+/// over the epoch so far.
+#[derive(Debug, Clone)]
+pub struct SegmentationScore {
+    statistic: SegmentationStatistic,
+    classes: usize,
+    epoch: Confusion,
+    batch: Confusion,
+}
+
+impl SegmentationScore {
+    pub fn new(statistic: SegmentationStatistic, classes: usize) -> Self {
+        Self {
+            statistic,
+            classes,
+            epoch: Confusion::new(classes),
+            batch: Confusion::new(classes),
+        }
+    }
+
+    pub fn statistic(&self) -> SegmentationStatistic {
+        self.statistic
+    }
+
+    /// A batch: it becomes the last batch and joins the epoch.
+    pub fn add(&mut self, pixels: &ClassPixels) {
+        self.batch = Confusion::new(self.classes);
+        self.batch.add(&pixels.predicted, &pixels.truth);
+        self.epoch.add(&pixels.predicted, &pixels.truth);
+    }
+
+    fn percent(&self, confusion: &Confusion) -> f64 {
+        let m = confusion.metrics();
+        100.0
+            * match self.statistic {
+                SegmentationStatistic::MeanIou => m.miou,
+                SegmentationStatistic::PixelAccuracy => m.pixel_accuracy,
+            }
+    }
+
+    pub fn batch_value(&self) -> f64 {
+        self.percent(&self.batch)
+    }
+
+    pub fn epoch_value(&self) -> f64 {
+        self.percent(&self.epoch)
+    }
+
+    pub fn clear(&mut self) {
+        *self = Self::new(self.statistic, self.classes);
+    }
+}
+
+impl HostMetric for SegmentationScore {
+    type Input = ClassPixels;
+
+    fn name(&self) -> &'static str {
+        self.statistic.name()
+    }
+
+    fn unit_and_direction(&self) -> (Option<&'static str>, bool) {
+        (Some("%"), true)
+    }
+
+    fn precision(&self) -> usize {
+        2
+    }
+
+    fn add(&mut self, pixels: &ClassPixels) {
+        SegmentationScore::add(self, pixels);
+    }
+
+    fn batch_value(&self) -> (f64, Option<usize>) {
+        (SegmentationScore::batch_value(self), None)
+    }
+
+    fn epoch_value(&self) -> f64 {
+        SegmentationScore::epoch_value(self)
+    }
+
+    fn clear(&mut self) {
+        SegmentationScore::clear(self);
+    }
+}
+
+/// Which number a [`DepthScore`] reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DepthStatistic {
+    /// δ1 in %.
+    Delta1,
+    AbsRel,
+    Rmse,
+}
+
+impl DepthStatistic {
+    /// The metric's name in logs and curves.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Delta1 => "delta1",
+            Self::AbsRel => "AbsRel",
+            Self::Rmse => "RMSE",
+        }
+    }
+
+    /// Its unit, and whether higher is better.
+    pub fn unit_and_direction(self) -> (Option<&'static str>, bool) {
+        match self {
+            Self::Delta1 => (Some("%"), true),
+            Self::AbsRel => (None, false),
+            Self::Rmse => (Some("m"), false),
+        }
+    }
+}
+
+/// δ1, AbsRel or RMSE after per-image median scaling (the scale-invariant loss leaves the global
+/// scale free; see [`DepthAccumulator`]): of the last batch, and over the valid pixels of the
+/// epoch so far.
+#[derive(Debug, Clone)]
+pub struct DepthScore {
+    statistic: DepthStatistic,
+    epoch: DepthAccumulator,
+    batch: DepthAccumulator,
+}
+
+impl DepthScore {
+    pub fn new(statistic: DepthStatistic) -> Self {
+        Self {
+            statistic,
+            epoch: DepthAccumulator::new(true),
+            batch: DepthAccumulator::new(true),
+        }
+    }
+
+    pub fn statistic(&self) -> DepthStatistic {
+        self.statistic
+    }
+
+    /// A batch: it becomes the last batch and joins the epoch.
+    pub fn add(&mut self, images: &DepthImages) {
+        self.batch = DepthAccumulator::new(true);
+        for (predicted, truth) in images.predicted.iter().zip(&images.truth) {
+            self.epoch.add_image(predicted, truth);
+            self.batch.add_image(predicted, truth);
+        }
+    }
+
+    fn value_of(&self, accumulator: &DepthAccumulator) -> f64 {
+        let m = accumulator.metrics();
+        match self.statistic {
+            DepthStatistic::Delta1 => 100.0 * m.delta1,
+            DepthStatistic::AbsRel => m.abs_rel,
+            DepthStatistic::Rmse => m.rmse,
+        }
+    }
+
+    pub fn batch_value(&self) -> f64 {
+        self.value_of(&self.batch)
+    }
+
+    pub fn epoch_value(&self) -> f64 {
+        self.value_of(&self.epoch)
+    }
+
+    pub fn clear(&mut self) {
+        *self = Self::new(self.statistic);
+    }
+}
+
+impl HostMetric for DepthScore {
+    type Input = DepthImages;
+
+    fn name(&self) -> &'static str {
+        self.statistic.name()
+    }
+
+    fn unit_and_direction(&self) -> (Option<&'static str>, bool) {
+        self.statistic.unit_and_direction()
+    }
+
+    fn precision(&self) -> usize {
+        3
+    }
+
+    fn add(&mut self, images: &DepthImages) {
+        DepthScore::add(self, images);
+    }
+
+    fn batch_value(&self) -> (f64, Option<usize>) {
+        (DepthScore::batch_value(self), None)
+    }
+
+    fn epoch_value(&self) -> f64 {
+        DepthScore::epoch_value(self)
+    }
+
+    fn clear(&mut self) {
+        DepthScore::clear(self);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +568,44 @@ mod tests {
         );
         assert!((m.miou - (1.0 / 3.0 + 2.0 / 3.0 + 0.5) / 3.0).abs() < 1e-12);
         assert!((m.pixel_accuracy - 4.0 / 6.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn scores_keep_the_last_batch_and_the_epoch() {
+        let mut miou = SegmentationScore::new(SegmentationStatistic::MeanIou, 3);
+        // Batch 1: perfect on classes 0 and 1. Batch 2: class 2 predicted as 0.
+        miou.add(&ClassPixels {
+            predicted: vec![0, 1],
+            truth: vec![0, 1],
+        });
+        assert_eq!((miou.batch_value(), miou.epoch_value()), (100.0, 100.0));
+        miou.add(&ClassPixels {
+            predicted: vec![0],
+            truth: vec![2],
+        });
+        // Epoch IoU: class 0: 1/2, class 1: 1, class 2: 0 -> mean 1/2. Batch: classes 0 and 2
+        // both IoU 0.
+        assert_eq!((miou.batch_value(), miou.epoch_value()), (0.0, 50.0));
+        miou.clear();
+        miou.add(&ClassPixels {
+            predicted: vec![2],
+            truth: vec![2],
+        });
+        assert_eq!((miou.batch_value(), miou.epoch_value()), (100.0, 100.0));
+
+        let mut loss = LossMean::default();
+        for (value, batch_size) in [(1.0, 3), (3.0, 1)] {
+            loss.add(&BatchLoss { value, batch_size });
+        }
+        assert_eq!(loss.mean(), 1.5);
+        assert_eq!(loss.last().value, 3.0);
+
+        let mut delta1 = DepthScore::new(DepthStatistic::Delta1);
+        delta1.add(&DepthImages {
+            predicted: vec![vec![1.0, 2.0], vec![3.0]],
+            truth: vec![vec![2.0, 4.0], vec![3.0]],
+        });
+        assert_eq!((delta1.batch_value(), delta1.epoch_value()), (100.0, 100.0));
     }
 
     #[test]

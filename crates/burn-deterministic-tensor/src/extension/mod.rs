@@ -157,7 +157,7 @@ pub fn try_interpolate(
     crate::autotune_rule(&device, config.strict)?;
     let (height, height_layout) = axis_map(height, &options, dtype, &device, &config)?;
     let (width, width_layout) = axis_map(width, &options, dtype, &device, &config)?;
-    if x.is_require_grad() {
+    if x.is_tracked() {
         // The forward is Burn's own kernel; the backward this crate's adjoint.
         let layout = |map: &AxisAdjoint| match map {
             AxisAdjoint::Dense => Layout::Dense,

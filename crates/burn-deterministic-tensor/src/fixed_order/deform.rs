@@ -57,7 +57,7 @@ pub fn deform_conv2d(
     bias: Option<Tensor<1>>,
     options: DeformConvOptions<2>,
 ) -> Tensor<4> {
-    let tracks_input = x.is_require_grad();
+    let tracks_input = x.is_tracked();
     let burns = burn::tensor::module::deform_conv2d(
         x.clone().detach(),
         offset.clone(),

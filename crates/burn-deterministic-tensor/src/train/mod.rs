@@ -9,13 +9,33 @@
 //! - [`record_gradients`] (and [`record_values`]), one call per training step: in the runs the
 //!   check starts, a hash per parameter and step, so that when the runs differ the check names
 //!   the first step and the parameter whose gradient differed (`first difference: …`);
-//!   elsewhere they return at once.
+//!   elsewhere they return at once; [`optimize_traced`] does the same for a burn-train
+//!   `Learner`, from the model's `TrainStep::optimize`;
+//! - [`FixedOrderDataParallel`], a burn-train learning strategy for several devices that sums
+//!   the workers' gradients in device order (burn-train 0.22.1's own `MultiDevice` sums them in
+//!   the order the workers finish, which with three or more devices changes the last bits from
+//!   run to run);
+//! - [`ResumableLoader`], so that a run resumed from a burn-train checkpoint sees the data order
+//!   and random numbers of the uninterrupted run (the checkpoint holds neither);
+//! - [`PlainProgress`], a burn-train renderer that prints a few readable lines per epoch where
+//!   burn-train's own prints a `Debug` dump per item (no terminal: CI logs, files).
+
+mod data_parallel;
+mod progress;
+mod resume;
 
 use burn::module::{Module, ModuleVisitor, Param};
+use burn::optim::lr_scheduler::module_lr_scheduler::ModuleLearningRate;
+use burn::optim::{GradientsParams, ModuleOptimizer, MultiGradientsParams};
 use burn::tensor::{Gradients, Tensor};
 use burn_deterministic_core::check::ParameterHasher;
 use burn_deterministic_core::trace::{self, ModulePath, Traced};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub use data_parallel::FixedOrderDataParallel;
+pub use progress::PlainProgress;
+pub use resume::{epoch_seed, ResumableLoader};
 
 pub use burn_deterministic_core::check::{
     CheckError, CheckReport, DeterminismCheck, CHECK_AUTOTUNE_DIR_ENV, CHECK_RUN_ENV, HASH_LINE,
@@ -105,32 +125,91 @@ pub fn check_determinism(flag: &str, runs: usize) -> Option<ExitCode> {
 /// }
 /// ```
 pub fn record_gradients<M: Module>(step: u64, module: &M, grads: &Gradients) {
-    if trace::tracing() {
-        module.visit(&mut Recorder {
-            step,
-            path: ModulePath::default(),
-            gradients: Some(grads),
-        });
-    }
+    record(step, module, Source::Gradients(grads));
 }
 
-/// [`record_gradients`] for training code that cannot reach the gradients (a `Learner`'s
-/// step): records every float parameter's value after step `step`.
+/// [`record_gradients`] for training code that cannot reach the gradients: records every float
+/// parameter's value after step `step`.
 pub fn record_values<M: Module>(step: u64, module: &M) {
+    record(step, module, Source::Values);
+}
+
+/// Optimizer steps [`optimize_traced`] and [`optimize_multi_traced`] have numbered in this
+/// process.
+static TRACED_STEPS: AtomicU64 = AtomicU64::new(0);
+
+/// burn-train's optimizer step, with the step's gradients recorded in the check's trace (as
+/// [`record_gradients`] does; steps numbered from 1 in this process): what a model's
+/// `TrainStep::optimize` calls so that a `Learner`'s check says where runs differ. Outside a
+/// check run it only counts the step.
+///
+/// ```rust
+/// use burn::optim::lr_scheduler::module_lr_scheduler::ModuleLearningRate;
+/// use burn::optim::{GradientsParams, ModuleOptimizer};
+/// use burn_deterministic_tensor::train::optimize_traced;
+///
+/// // In `impl TrainStep for Model { ... }`, next to `fn step`:
+/// fn optimize(
+///     model: burn::nn::Linear, // `self`
+///     optim: &mut ModuleOptimizer,
+///     lr: ModuleLearningRate,
+///     grads: GradientsParams,
+/// ) -> burn::nn::Linear {
+///     optimize_traced(model, optim, lr, grads)
+/// }
+/// # let _ = optimize;
+/// ```
+pub fn optimize_traced<M: Module>(
+    module: M,
+    optim: &mut ModuleOptimizer,
+    lr: ModuleLearningRate,
+    grads: GradientsParams,
+) -> M {
+    let step = TRACED_STEPS.fetch_add(1, Ordering::Relaxed) + 1;
+    record(step, &module, Source::Params(&grads));
+    optim.step(lr, module, grads)
+}
+
+/// [`optimize_traced`] for a multi-device step (`TrainStep::optimize_multi`): the gradients are
+/// spread over devices, so the parameters' values after the step are recorded instead.
+pub fn optimize_multi_traced<M: Module>(
+    module: M,
+    optim: &mut ModuleOptimizer,
+    lr: ModuleLearningRate,
+    grads: MultiGradientsParams,
+) -> M {
+    let step = TRACED_STEPS.fetch_add(1, Ordering::Relaxed) + 1;
+    let module = optim.step_multi(lr, module, grads);
+    record(step, &module, Source::Values);
+    module
+}
+
+/// Records every float parameter of `module` from `source`, in a run the check started.
+fn record<M: Module>(step: u64, module: &M, source: Source<'_>) {
     if trace::tracing() {
         module.visit(&mut Recorder {
             step,
             path: ModulePath::default(),
-            gradients: None,
+            source,
         });
     }
 }
 
-/// Records every float parameter's gradient (`gradients` given) or value in the run's trace.
+/// Where a [`Recorder`] reads each parameter's bytes.
+enum Source<'a> {
+    /// Its gradient in the result of `loss.backward()`.
+    Gradients(&'a Gradients),
+    /// Its gradient in an optimizer's `GradientsParams`.
+    Params(&'a GradientsParams),
+    /// Its value.
+    Values,
+}
+
+/// Records every float parameter's gradient or value in the run's trace.
 struct Recorder<'a> {
     step: u64,
     path: ModulePath,
-    gradients: Option<&'a Gradients>,
+    source: Source<'a>,
 }
 
 impl ModuleVisitor for Recorder<'_> {
@@ -143,9 +222,10 @@ impl ModuleVisitor for Recorder<'_> {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let (traced, tensor) = match self.gradients {
-            Some(gradients) => (Traced::Gradient, param.val().grad(gradients)),
-            None => (Traced::Value, Some(param.val())),
+        let (traced, tensor) = match self.source {
+            Source::Gradients(gradients) => (Traced::Gradient, param.val().grad(gradients)),
+            Source::Params(gradients) => (Traced::Gradient, gradients.get::<D>(param.id)),
+            Source::Values => (Traced::Value, Some(param.val())),
         };
         if let Some(tensor) = tensor {
             trace::record_bytes(self.step, &self.path, traced, tensor.into_data().as_bytes());

@@ -8,7 +8,7 @@ use burn::train::renderer::{
     MetricsRendererTraining, ProgressType, TrainingProgress,
 };
 use burn::train::LearnerSummary;
-use std::collections::HashMap;
+use burn_deterministic_core::training::{ProgressLines, Split};
 use std::time::Instant;
 
 /// A burn-train metrics renderer that prints, per epoch, up to three progress lines (at a
@@ -33,14 +33,8 @@ use std::time::Instant;
 /// ```
 #[derive(Debug)]
 pub struct PlainProgress {
-    names: HashMap<MetricId, String>,
-    /// The metrics, by name.
-    order: Vec<MetricId>,
-    epoch: Option<Progress>,
+    lines: ProgressLines<MetricId>,
     started: Instant,
-    quarters_printed: usize,
-    train: EpochMeans,
-    valid: EpochMeans,
 }
 
 impl Default for PlainProgress {
@@ -53,59 +47,33 @@ impl PlainProgress {
     /// A renderer that has printed nothing yet.
     pub fn new() -> Self {
         Self {
-            names: HashMap::new(),
-            order: Vec::new(),
-            epoch: None,
+            lines: ProgressLines::new(),
             started: Instant::now(),
-            quarters_printed: 0,
-            train: EpochMeans::default(),
-            valid: EpochMeans::default(),
         }
     }
 
     /// A training item of `epoch` arrived: the line of the epoch before it is due once
     /// `epoch` is a new one.
     fn enter_epoch(&mut self, epoch: &Progress) {
-        let same = self
-            .epoch
-            .as_ref()
-            .is_some_and(|current| current.items_processed == epoch.items_processed);
-        if !same {
+        if self.lines.open_epoch() != Some(epoch.items_processed) {
             self.finish_epoch();
-            self.epoch = Some(epoch.clone());
+            self.lines
+                .start_epoch(epoch.items_processed, epoch.items_total);
             self.started = Instant::now();
-            self.quarters_printed = 0;
         }
     }
 
     /// Prints the current epoch's line, if an epoch is open.
     fn finish_epoch(&mut self) {
-        let Some(epoch) = self.epoch.take() else {
-            return;
-        };
-        let train = self.train.line(&self.order, &self.names);
-        let valid = self.valid.line(&self.order, &self.names);
-        println!(
-            "epoch {}/{} ({:.1} s) train: {train} | valid: {valid}",
-            epoch.items_processed,
-            epoch.items_total,
-            self.started.elapsed().as_secs_f64()
-        );
-        self.train = EpochMeans::default();
-        self.valid = EpochMeans::default();
+        if let Some(line) = self
+            .lines
+            .finish_epoch(self.started.elapsed().as_secs_f64())
+        {
+            println!("{line}");
+        }
     }
-}
 
-/// Per metric: the mean over the epoch of the numeric entries seen, or the last formatted
-/// value of a non-numeric metric.
-#[derive(Debug, Default)]
-struct EpochMeans {
-    sums: HashMap<MetricId, (f64, f64)>,
-    formatted: HashMap<MetricId, String>,
-}
-
-impl EpochMeans {
-    fn update(&mut self, state: MetricState) {
+    fn update(&mut self, split: Split, state: MetricState) {
         match state {
             MetricState::Numeric(entry, value) => {
                 let (value, weight) = match value {
@@ -115,44 +83,23 @@ impl EpochMeans {
                         count,
                     } => (aggregated_value, count as f64),
                 };
-                let sum = self.sums.entry(entry.metric_id).or_default();
-                sum.0 += value * weight;
-                sum.1 += weight;
+                self.lines.numeric(split, &entry.metric_id, value, weight);
             }
             MetricState::Generic(entry) => {
-                self.formatted
-                    .insert(entry.metric_id, entry.serialized_entry.formatted);
+                self.lines
+                    .formatted(split, &entry.metric_id, entry.serialized_entry.formatted);
             }
-        }
-    }
-
-    fn line(&self, order: &[MetricId], names: &HashMap<MetricId, String>) -> String {
-        let values: Vec<String> = order
-            .iter()
-            .filter_map(|id| {
-                let value = match (self.sums.get(id), self.formatted.get(id)) {
-                    (Some((sum, weight)), _) if *weight > 0.0 => format!("{:.4}", sum / weight),
-                    (_, Some(formatted)) => formatted.clone(),
-                    _ => return None,
-                };
-                Some(format!("{} {value}", names[id]))
-            })
-            .collect();
-        if values.is_empty() {
-            "-".to_string()
-        } else {
-            values.join(", ")
         }
     }
 }
 
 impl MetricsRendererTraining for PlainProgress {
     fn update_train(&mut self, state: MetricState) {
-        self.train.update(state);
+        self.update(Split::Train, state);
     }
 
     fn update_valid(&mut self, state: MetricState) {
-        self.valid.update(state);
+        self.update(Split::Valid, state);
     }
 
     fn render_train(&mut self, item: TrainingProgress, _indicators: Vec<ProgressType>) {
@@ -160,20 +107,13 @@ impl MetricsRendererTraining for PlainProgress {
         let Some(progress) = item.progress else {
             return;
         };
-        if progress.items_total == 0 {
-            return;
-        }
-        let quarters = (progress.items_processed * 4 / progress.items_total).min(3);
-        if quarters > self.quarters_printed {
-            self.quarters_printed = quarters;
-            println!(
-                "epoch {}/{}: {}% of the training items ({}/{})",
-                item.global_progress.items_processed,
-                item.global_progress.items_total,
-                quarters * 25,
-                progress.items_processed,
-                progress.items_total
-            );
+        if let Some(line) = self.lines.train_items(
+            item.global_progress.items_processed,
+            item.global_progress.items_total,
+            progress.items_processed,
+            progress.items_total,
+        ) {
+            println!("{line}");
         }
     }
 
@@ -201,13 +141,6 @@ impl MetricsRenderer for PlainProgress {
     fn manual_close(&mut self) {}
 
     fn register_metric(&mut self, definition: MetricDefinition) {
-        if !self.names.contains_key(&definition.metric_id) {
-            self.order.push(definition.metric_id.clone());
-        }
-        self.names.insert(definition.metric_id, definition.name);
-        // burn-train registers the metrics in a different order from run to run: sorted by
-        // name, two runs' lines can be compared.
-        let names = &self.names;
-        self.order.sort_by(|a, b| names[a].cmp(&names[b]));
+        self.lines.register(definition.metric_id, definition.name);
     }
 }

@@ -18,8 +18,10 @@
 
 use burn::data::dataloader::{DataLoader, DataLoaderIterator};
 use burn::tensor::backend::Backend;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use burn_deterministic_core::training::ResumePoint;
 use std::sync::Arc;
+
+pub use burn_deterministic_core::training::epoch_seed;
 
 /// A training `DataLoader` that gives epoch `k` the same batches, and optionally the same
 /// backend random numbers, whether the run started at epoch 1 or resumed from a checkpoint.
@@ -79,10 +81,7 @@ use std::sync::Arc;
 /// ```
 pub struct ResumableLoader<B: Backend, O> {
     inner: Arc<dyn DataLoader<B, O>>,
-    /// Epochs of the wrapped loader still to skip before the first one served.
-    to_skip: AtomicUsize,
-    /// The number (from 1) of the next epoch served.
-    next_epoch: AtomicUsize,
+    resume: ResumePoint,
     backend_seed: Option<(B::Device, u64)>,
 }
 
@@ -91,8 +90,7 @@ impl<B: Backend, O> ResumableLoader<B, O> {
     pub fn new(loader: Arc<dyn DataLoader<B, O>>) -> Self {
         Self {
             inner: loader,
-            to_skip: AtomicUsize::new(0),
-            next_epoch: AtomicUsize::new(1),
+            resume: ResumePoint::after(0),
             backend_seed: None,
         }
     }
@@ -101,8 +99,7 @@ impl<B: Backend, O> ResumableLoader<B, O> {
     /// `SupervisedTraining::checkpoint`.
     pub fn resume_after(self, completed_epochs: usize) -> Self {
         Self {
-            to_skip: AtomicUsize::new(completed_epochs),
-            next_epoch: AtomicUsize::new(completed_epochs + 1),
+            resume: ResumePoint::after(completed_epochs),
             ..self
         }
     }
@@ -130,8 +127,7 @@ impl<B: Backend, O> ResumableLoader<B, O> {
     fn around(&self, inner: Arc<dyn DataLoader<B, O>>, device: Option<&B::Device>) -> Self {
         Self {
             inner,
-            to_skip: AtomicUsize::new(self.to_skip.load(Ordering::SeqCst)),
-            next_epoch: AtomicUsize::new(self.next_epoch.load(Ordering::SeqCst)),
+            resume: self.resume.clone(),
             backend_seed: self
                 .backend_seed
                 .as_ref()
@@ -140,23 +136,14 @@ impl<B: Backend, O> ResumableLoader<B, O> {
     }
 }
 
-/// The backend seed of `epoch` (from 1) in a run seeded with `seed`: SplitMix64 of the two, so
-/// neighbouring epochs get unrelated streams.
-pub fn epoch_seed(seed: u64, epoch: usize) -> u64 {
-    let mut z = seed ^ (epoch as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 impl<B: Backend, O: 'static> DataLoader<B, O> for ResumableLoader<B, O> {
     fn iter<'a>(&'a self) -> Box<dyn DataLoaderIterator<O> + 'a> {
-        for _ in 0..self.to_skip.swap(0, Ordering::SeqCst) {
+        let start = self.resume.begin_epoch();
+        for _ in 0..start.skip {
             drop(self.inner.iter());
         }
-        let epoch = self.next_epoch.fetch_add(1, Ordering::SeqCst);
         if let Some((device, seed)) = &self.backend_seed {
-            B::seed(device, epoch_seed(*seed, epoch));
+            B::seed(device, epoch_seed(*seed, start.epoch));
         }
         self.inner.iter()
     }
@@ -248,12 +235,5 @@ mod tests {
             .slice(0, 6);
         assert_eq!(resumed.iter().collect::<Vec<_>>(), all[2]);
         assert_eq!(resumed.num_items(), 6);
-    }
-
-    #[test]
-    fn epoch_seeds_differ_by_epoch_and_seed() {
-        assert_ne!(epoch_seed(1, 1), epoch_seed(1, 2));
-        assert_ne!(epoch_seed(1, 1), epoch_seed(2, 1));
-        assert_eq!(epoch_seed(9, 4), epoch_seed(9, 4));
     }
 }

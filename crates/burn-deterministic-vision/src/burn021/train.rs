@@ -7,12 +7,14 @@
 //! the epoch so far (a confusion matrix / pixel sums), not averaged per batch: the epoch value is
 //! the metric of the whole split.
 
-use crate::data::{DepthSample, SegmentationSample};
-use crate::metrics::{Confusion, DepthAccumulator};
+use crate::data::{flips, stack_depth, stack_segmentation, DepthSample, SegmentationSample};
+use crate::metrics::{
+    entry_text, BatchLoss, ClassPixels, DepthImages, DepthItem, DepthScore, HostMetric, LossMean,
+    SegmentationItem, SegmentationScore,
+};
 use crate::models::{
     depth_loss, predict_classes, predict_depth, segmentation_loss, DepthNet, SegmentationNet,
 };
-use crate::rng::Rng;
 use burn::data::dataloader::batcher::Batcher;
 use burn::data::dataset::Dataset;
 use burn::tensor::backend::{AutodiffBackend, Backend};
@@ -23,6 +25,9 @@ use burn::train::metric::{
 };
 use burn::train::{InferenceStep, TrainOutput, TrainStep};
 use std::sync::Arc;
+
+pub use crate::data::HorizontalFlip;
+pub use crate::metrics::{DepthStatistic, SegmentationStatistic};
 
 // ---------------------------------------------------------------------------------------------
 // Batches and batchers
@@ -45,24 +50,9 @@ pub struct DepthBatch<B: Backend> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SampleBatcher;
 
-fn check_sizes(sizes: impl Iterator<Item = [usize; 2]>) -> [usize; 2] {
-    let mut sizes = sizes;
-    let first = sizes.next().expect("a batch needs at least one sample");
-    for size in sizes {
-        assert_eq!(size, first, "samples of one batch must have the same size");
-    }
-    first
-}
-
 impl<B: Backend> Batcher<B, SegmentationSample, SegmentationBatch<B>> for SampleBatcher {
     fn batch(&self, items: Vec<SegmentationSample>, device: &B::Device) -> SegmentationBatch<B> {
-        let [h, w] = check_sizes(items.iter().map(|s| s.size));
-        let n = items.len();
-        let images: Vec<f32> = items.iter().flat_map(|s| s.image.iter().copied()).collect();
-        let masks: Vec<i64> = items
-            .iter()
-            .flat_map(|s| s.mask.iter().map(|&c| c as i64))
-            .collect();
+        let (images, masks, [n, h, w]) = stack_segmentation(&items);
         SegmentationBatch {
             images: Tensor::from_data(TensorData::new(images, [n, 3, h, w]), device),
             masks: Tensor::from_data(TensorData::new(masks, [n, h, w]), device),
@@ -72,10 +62,7 @@ impl<B: Backend> Batcher<B, SegmentationSample, SegmentationBatch<B>> for Sample
 
 impl<B: Backend> Batcher<B, DepthSample, DepthBatch<B>> for SampleBatcher {
     fn batch(&self, items: Vec<DepthSample>, device: &B::Device) -> DepthBatch<B> {
-        let [h, w] = check_sizes(items.iter().map(|s| s.size));
-        let n = items.len();
-        let images: Vec<f32> = items.iter().flat_map(|s| s.image.iter().copied()).collect();
-        let depth: Vec<f32> = items.iter().flat_map(|s| s.depth.iter().copied()).collect();
+        let (images, depth, [n, h, w]) = stack_depth(&items);
         DepthBatch {
             images: Tensor::from_data(TensorData::new(images, [n, 3, h, w]), device),
             depth: Tensor::from_data(TensorData::new(depth, [n, 1, h, w]), device),
@@ -85,40 +72,6 @@ impl<B: Backend> Batcher<B, DepthSample, DepthBatch<B>> for SampleBatcher {
 
 // ---------------------------------------------------------------------------------------------
 // Augmentation
-
-/// A sample that can be mirrored left-right.
-pub trait HorizontalFlip {
-    fn flip_horizontal(&self) -> Self;
-}
-
-fn flip_planes<T: Copy>(data: &[T], [h, w]: [usize; 2]) -> Vec<T> {
-    let mut out = Vec::with_capacity(data.len());
-    for row in data.chunks_exact(w) {
-        out.extend(row.iter().rev());
-    }
-    debug_assert_eq!(out.len() % (h * w), 0);
-    out
-}
-
-impl HorizontalFlip for SegmentationSample {
-    fn flip_horizontal(&self) -> Self {
-        Self {
-            image: flip_planes(&self.image, self.size),
-            mask: flip_planes(&self.mask, self.size),
-            size: self.size,
-        }
-    }
-}
-
-impl HorizontalFlip for DepthSample {
-    fn flip_horizontal(&self) -> Self {
-        Self {
-            image: flip_planes(&self.image, self.size),
-            depth: flip_planes(&self.depth, self.size),
-            size: self.size,
-        }
-    }
-}
 
 /// Mirrors each item with probability 1/2, decided by `(seed, index)` alone: the same items are
 /// flipped in every run and in every process, whatever order or thread reads them. (burn-train
@@ -132,8 +85,11 @@ pub struct RandomFlip<D> {
 impl<I: HorizontalFlip + Send + Sync, D: Dataset<I>> Dataset<I> for RandomFlip<D> {
     fn get(&self, index: usize) -> Option<I> {
         let item = self.inner.get(index)?;
-        let flip = Rng::for_item(self.seed, index as u64).next_u64() & 1 == 1;
-        Some(if flip { item.flip_horizontal() } else { item })
+        Some(if flips(self.seed, index) {
+            item.flip_horizontal()
+        } else {
+            item
+        })
     }
 
     fn len(&self) -> usize {
@@ -228,41 +184,6 @@ impl<B: Backend> InferenceStep for DepthNet<B> {
 // ---------------------------------------------------------------------------------------------
 // Host-side items (what burn-train's metric thread receives)
 
-/// The loss of one batch.
-#[derive(Debug, Clone, Copy)]
-pub struct BatchLoss {
-    pub value: f64,
-    pub batch_size: usize,
-}
-
-/// Per-pixel class ids of one batch.
-#[derive(Debug, Clone)]
-pub struct ClassPixels {
-    pub predicted: Vec<usize>,
-    pub truth: Vec<usize>,
-}
-
-/// Predicted and true depth of one batch, one `Vec` per image.
-#[derive(Debug, Clone)]
-pub struct DepthImages {
-    pub predicted: Vec<Vec<f32>>,
-    pub truth: Vec<Vec<f32>>,
-}
-
-/// A synced segmentation step output.
-#[derive(Debug, Clone)]
-pub struct SegmentationItem {
-    pub loss: BatchLoss,
-    pub pixels: ClassPixels,
-}
-
-/// A synced depth step output.
-#[derive(Debug, Clone)]
-pub struct DepthItem {
-    pub loss: BatchLoss,
-    pub images: DepthImages,
-}
-
 fn read_loss<B: Backend>(loss: Tensor<B, 1>, batch_size: usize) -> BatchLoss {
     BatchLoss {
         value: loss.into_scalar().elem::<f64>(),
@@ -338,263 +259,85 @@ impl Adaptor<DepthImages> for DepthItem {
 // ---------------------------------------------------------------------------------------------
 // Metrics
 
-/// What burn-train displays and logs for one update: the batch value (serialised with its weight,
-/// so that burn's own epoch aggregate is a proper mean) and the running epoch value.
-fn entry(name: &str, current: NumericEntry, running: f64, precision: usize) -> SerializedEntry {
-    let shown = match current {
-        NumericEntry::Value(v) => v,
-        NumericEntry::Aggregated {
-            aggregated_value, ..
-        } => aggregated_value,
-    };
-    SerializedEntry::new(
-        format!("{name}: {shown:.precision$} (epoch {running:.precision$})"),
-        current.serialize(),
-    )
-}
-
-fn attributes(unit: Option<&str>, higher_is_better: bool) -> MetricAttributes {
-    NumericAttributes {
-        unit: unit.map(str::to_string),
-        higher_is_better,
-    }
-    .into()
-}
-
-/// The loss: per batch as the current value, the batch-size weighted mean over the epoch so far
-/// as the running value. Named "Loss" like burn-train's own.
+/// One of the examples' host-side metrics ([`HostMetric`]) as a burn-train metric: the last
+/// batch's value as the current value (with its weight, where it has one, so that burn's own
+/// epoch aggregate is a proper mean), the epoch's so far as the running value.
 #[derive(Clone)]
-pub struct EpochLoss {
-    name: MetricName,
-    sum: f64,
-    count: usize,
-    last: BatchLoss,
-}
+pub struct ExampleMetric<S>(S);
+
+/// The loss, per batch and as the batch-size weighted mean over the epoch.
+pub type EpochLoss = ExampleMetric<LossMean>;
+/// mIoU or pixel accuracy (in %) of the last batch and of the epoch's confusion matrix.
+pub type SegmentationMetric = ExampleMetric<SegmentationScore>;
+/// δ1, AbsRel or RMSE after per-image median scaling ([`DepthScore`]).
+pub type DepthMetric = ExampleMetric<DepthScore>;
 
 impl Default for EpochLoss {
     fn default() -> Self {
-        Self {
-            name: Arc::new("Loss".into()),
-            sum: 0.0,
-            count: 0,
-            last: BatchLoss {
-                value: f64::NAN,
-                batch_size: 0,
-            },
-        }
+        Self(LossMean::default())
     }
-}
-
-impl EpochLoss {
-    fn add(&mut self, item: &BatchLoss) {
-        self.sum += item.value * item.batch_size as f64;
-        self.count += item.batch_size;
-        self.last = *item;
-    }
-
-    fn mean(&self) -> f64 {
-        self.sum / self.count.max(1) as f64
-    }
-}
-
-impl Metric for EpochLoss {
-    type Input = BatchLoss;
-
-    fn name(&self) -> MetricName {
-        self.name.clone()
-    }
-
-    fn attributes(&self) -> MetricAttributes {
-        attributes(None, false)
-    }
-
-    fn update(&mut self, item: &BatchLoss, _: &MetricMetadata) -> SerializedEntry {
-        self.add(item);
-        entry(&self.name, self.value(), self.mean(), 4)
-    }
-
-    fn clear(&mut self) {
-        *self = Self::default();
-    }
-}
-
-impl Numeric for EpochLoss {
-    fn value(&self) -> NumericEntry {
-        NumericEntry::Aggregated {
-            aggregated_value: self.last.value,
-            count: self.last.batch_size,
-        }
-    }
-
-    fn running_value(&self) -> NumericEntry {
-        NumericEntry::Value(self.mean())
-    }
-}
-
-/// Which number a [`SegmentationMetric`] reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SegmentationStatistic {
-    MeanIou,
-    PixelAccuracy,
-}
-
-/// mIoU or pixel accuracy (in %): of the last batch as the current value, of the confusion
-/// matrix accumulated over the epoch so far as the running value.
-#[derive(Clone)]
-pub struct SegmentationMetric {
-    name: MetricName,
-    statistic: SegmentationStatistic,
-    confusion: Confusion,
-    batch: Confusion,
-    classes: usize,
 }
 
 impl SegmentationMetric {
     pub fn new(statistic: SegmentationStatistic, classes: usize) -> Self {
-        let name = match statistic {
-            SegmentationStatistic::MeanIou => "mIoU",
-            SegmentationStatistic::PixelAccuracy => "Pixel Accuracy",
-        };
-        Self {
-            name: Arc::new(name.into()),
-            statistic,
-            confusion: Confusion::new(classes),
-            batch: Confusion::new(classes),
-            classes,
-        }
+        Self(SegmentationScore::new(statistic, classes))
     }
-
-    fn percent(&self, confusion: &Confusion) -> f64 {
-        let m = confusion.metrics();
-        100.0
-            * match self.statistic {
-                SegmentationStatistic::MeanIou => m.miou,
-                SegmentationStatistic::PixelAccuracy => m.pixel_accuracy,
-            }
-    }
-}
-
-impl Metric for SegmentationMetric {
-    type Input = ClassPixels;
-
-    fn name(&self) -> MetricName {
-        self.name.clone()
-    }
-
-    fn attributes(&self) -> MetricAttributes {
-        attributes(Some("%"), true)
-    }
-
-    fn update(&mut self, item: &ClassPixels, _: &MetricMetadata) -> SerializedEntry {
-        self.batch = Confusion::new(self.classes);
-        self.batch.add(&item.predicted, &item.truth);
-        self.confusion.add(&item.predicted, &item.truth);
-        entry(&self.name, self.value(), self.percent(&self.confusion), 2)
-    }
-
-    fn clear(&mut self) {
-        self.confusion = Confusion::new(self.classes);
-        self.batch = Confusion::new(self.classes);
-    }
-}
-
-impl Numeric for SegmentationMetric {
-    fn value(&self) -> NumericEntry {
-        NumericEntry::Value(self.percent(&self.batch))
-    }
-
-    fn running_value(&self) -> NumericEntry {
-        NumericEntry::Value(self.percent(&self.confusion))
-    }
-}
-
-/// Which number a [`DepthMetric`] reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DepthStatistic {
-    /// δ1 in %.
-    Delta1,
-    AbsRel,
-    Rmse,
-}
-
-/// δ1, AbsRel or RMSE after per-image median scaling (the scale-invariant loss leaves the global
-/// scale free; see [`DepthAccumulator`]): of the last batch as the current value, over the valid
-/// pixels of the epoch so far as the running value.
-#[derive(Clone)]
-pub struct DepthMetric {
-    name: MetricName,
-    statistic: DepthStatistic,
-    accumulator: DepthAccumulator,
-    batch: DepthAccumulator,
 }
 
 impl DepthMetric {
     pub fn new(statistic: DepthStatistic) -> Self {
-        let name = match statistic {
-            DepthStatistic::Delta1 => "delta1",
-            DepthStatistic::AbsRel => "AbsRel",
-            DepthStatistic::Rmse => "RMSE",
-        };
-        Self {
-            name: Arc::new(name.into()),
-            statistic,
-            accumulator: DepthAccumulator::new(true),
-            batch: DepthAccumulator::new(true),
-        }
-    }
-
-    fn statistic_of(&self, accumulator: &DepthAccumulator) -> f64 {
-        let m = accumulator.metrics();
-        match self.statistic {
-            DepthStatistic::Delta1 => 100.0 * m.delta1,
-            DepthStatistic::AbsRel => m.abs_rel,
-            DepthStatistic::Rmse => m.rmse,
-        }
+        Self(DepthScore::new(statistic))
     }
 }
 
-impl Metric for DepthMetric {
-    type Input = DepthImages;
+impl<S: HostMetric> Metric for ExampleMetric<S> {
+    type Input = S::Input;
 
     fn name(&self) -> MetricName {
-        self.name.clone()
+        Arc::new(self.0.name().into())
     }
 
     fn attributes(&self) -> MetricAttributes {
-        match self.statistic {
-            DepthStatistic::Delta1 => attributes(Some("%"), true),
-            DepthStatistic::AbsRel => attributes(None, false),
-            DepthStatistic::Rmse => attributes(Some("m"), false),
+        let (unit, higher_is_better) = self.0.unit_and_direction();
+        NumericAttributes {
+            unit: unit.map(str::to_string),
+            higher_is_better,
         }
+        .into()
     }
 
-    fn update(&mut self, item: &DepthImages, _: &MetricMetadata) -> SerializedEntry {
-        self.batch = DepthAccumulator::new(true);
-        for (predicted, truth) in item.predicted.iter().zip(&item.truth) {
-            self.accumulator.add_image(predicted, truth);
-            self.batch.add_image(predicted, truth);
-        }
-        entry(
-            &self.name,
-            self.value(),
-            self.statistic_of(&self.accumulator),
-            3,
+    fn update(&mut self, item: &S::Input, _: &MetricMetadata) -> SerializedEntry {
+        self.0.add(item);
+        let (batch, _) = self.0.batch_value();
+        SerializedEntry::new(
+            entry_text(
+                self.0.name(),
+                batch,
+                self.0.epoch_value(),
+                self.0.precision(),
+            ),
+            self.value().serialize(),
         )
     }
 
     fn clear(&mut self) {
-        self.accumulator = DepthAccumulator::new(true);
-        self.batch = DepthAccumulator::new(true);
+        self.0.clear();
     }
 }
 
-impl Numeric for DepthMetric {
+impl<S: HostMetric> Numeric for ExampleMetric<S> {
     fn value(&self) -> NumericEntry {
-        NumericEntry::Value(self.statistic_of(&self.batch))
+        match self.0.batch_value() {
+            (value, Some(count)) => NumericEntry::Aggregated {
+                aggregated_value: value,
+                count,
+            },
+            (value, None) => NumericEntry::Value(value),
+        }
     }
 
     fn running_value(&self) -> NumericEntry {
-        NumericEntry::Value(self.statistic_of(&self.accumulator))
+        NumericEntry::Value(self.0.epoch_value())
     }
 }
 
@@ -602,22 +345,6 @@ impl Numeric for DepthMetric {
 mod tests {
     use super::*;
     use crate::data::{SyntheticDepth, SyntheticSegmentation};
-
-    #[test]
-    fn flip_mirrors_rows_of_every_plane() {
-        let sample = SegmentationSample {
-            image: (0..12).map(|v| v as f32).collect(), // 3 planes of 2x2
-            mask: vec![1, 2, 3, 4],
-            size: [2, 2],
-        };
-        let flipped = sample.flip_horizontal();
-        assert_eq!(
-            flipped.image,
-            vec![1., 0., 3., 2., 5., 4., 7., 6., 9., 8., 11., 10.]
-        );
-        assert_eq!(flipped.mask, vec![2, 1, 4, 3]);
-        assert_eq!(flipped.flip_horizontal(), sample);
-    }
 
     #[test]
     fn random_flip_depends_on_seed_and_index_only() {
@@ -689,24 +416,6 @@ mod tests {
             &meta,
         );
         assert_eq!(values(&miou), (100.0, 100.0));
-    }
-
-    #[test]
-    fn epoch_loss_is_the_batch_weighted_mean() {
-        let mut loss = EpochLoss::default();
-        loss.add(&BatchLoss {
-            value: 1.0,
-            batch_size: 3,
-        });
-        loss.add(&BatchLoss {
-            value: 3.0,
-            batch_size: 1,
-        });
-        assert_eq!(loss.mean(), 1.5);
-        assert!(matches!(
-            loss.value(),
-            NumericEntry::Aggregated { aggregated_value, count: 1 } if aggregated_value == 3.0
-        ));
     }
 
     #[test]
