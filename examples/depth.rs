@@ -64,7 +64,7 @@ fn main() -> ExitCode {
                 &data,
                 cpu_devices(devices),
                 output_dir,
-                args.common.resume,
+                &args.common,
             ),
             #[cfg(feature = "ndarray")]
             BackendChoice::Ndarray => {
@@ -73,7 +73,7 @@ fn main() -> ExitCode {
                     &data,
                     cpu_devices(devices),
                     output_dir,
-                    args.common.resume,
+                    &args.common,
                 )
             }
             #[cfg(feature = "wgpu")]
@@ -82,7 +82,7 @@ fn main() -> ExitCode {
                 &data,
                 burn_deterministic_suite::example_support::devices::wgpu_devices(devices)?,
                 output_dir,
-                args.common.resume,
+                &args.common,
             ),
             #[cfg(feature = "cuda")]
             BackendChoice::Cuda => train::<Autodiff<DeterministicBackend<burn::backend::Cuda>>>(
@@ -90,7 +90,7 @@ fn main() -> ExitCode {
                 &data,
                 burn_deterministic_suite::example_support::devices::cuda_devices(devices),
                 output_dir,
-                args.common.resume,
+                &args.common,
             ),
             #[allow(unreachable_patterns)]
             other => return Err(other.missing_feature()),
@@ -100,13 +100,15 @@ fn main() -> ExitCode {
 
 /// Trains the depth net with burn-train's `Learner` on `devices` (the first is the main device:
 /// the optimizer steps and validation run there), logging into `output_dir`.
+/// `common` gives the epoch to resume after and how several devices' gradients are combined.
 pub fn train<B: AutodiffBackend>(
     config: &DepthTrainingConfig,
     data: &DepthData,
     devices: Vec<B::Device>,
     output_dir: &Path,
-    resume_after: Option<usize>,
+    common: &CommonArgs,
 ) -> Trained {
+    let resume_after = common.resume;
     let run = &config.run;
     let device = devices[0].clone();
     let device_count = devices.len();
@@ -133,7 +135,7 @@ pub fn train<B: AutodiffBackend>(
         .metric_valid_numeric(DepthMetric::new(DepthStatistic::AbsRel))
         .metric_train_numeric(DepthMetric::new(DepthStatistic::Rmse))
         .metric_valid_numeric(DepthMetric::new(DepthStatistic::Rmse))
-        .with_training_strategy(training_strategy(devices))
+        .with_training_strategy(training_strategy(devices, common.data_parallel))
         .num_epochs(run.epochs)
         .summary();
     let training = checkpointed_and_rendered(training, resume_after);

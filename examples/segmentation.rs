@@ -69,7 +69,7 @@ fn main() -> ExitCode {
                         &data,
                         cpu_devices(devices),
                         output_dir,
-                        args.common.resume,
+                        &args.common,
                     )
                 }
                 #[cfg(feature = "ndarray")]
@@ -79,7 +79,7 @@ fn main() -> ExitCode {
                         &data,
                         cpu_devices(devices),
                         output_dir,
-                        args.common.resume,
+                        &args.common,
                     )
                 }
                 #[cfg(feature = "wgpu")]
@@ -89,7 +89,7 @@ fn main() -> ExitCode {
                         &data,
                         burn_deterministic_suite::example_support::devices::wgpu_devices(devices)?,
                         output_dir,
-                        args.common.resume,
+                        &args.common,
                     )
                 }
                 #[cfg(feature = "cuda")]
@@ -99,7 +99,7 @@ fn main() -> ExitCode {
                         &data,
                         burn_deterministic_suite::example_support::devices::cuda_devices(devices),
                         output_dir,
-                        args.common.resume,
+                        &args.common,
                     )
                 }
                 #[allow(unreachable_patterns)]
@@ -111,13 +111,15 @@ fn main() -> ExitCode {
 
 /// Trains the segmentation net with burn-train's `Learner` on `devices` (the first is the main
 /// device: the optimizer steps and validation run there), logging into `output_dir`.
+/// `common` gives the epoch to resume after and how several devices' gradients are combined.
 pub fn train<B: AutodiffBackend>(
     config: &SegmentationTrainingConfig,
     data: &SegmentationData,
     devices: Vec<B::Device>,
     output_dir: &Path,
-    resume_after: Option<usize>,
+    common: &CommonArgs,
 ) -> Trained {
+    let resume_after = common.resume;
     let run = &config.run;
     let device = devices[0].clone();
     let device_count = devices.len();
@@ -144,7 +146,7 @@ pub fn train<B: AutodiffBackend>(
         .metric_valid_numeric(metric(SegmentationStatistic::MeanIou))
         .metric_train_numeric(metric(SegmentationStatistic::PixelAccuracy))
         .metric_valid_numeric(metric(SegmentationStatistic::PixelAccuracy))
-        .with_training_strategy(training_strategy(devices))
+        .with_training_strategy(training_strategy(devices, common.data_parallel))
         .num_epochs(run.epochs)
         .summary();
     let training = checkpointed_and_rendered(training, resume_after);

@@ -279,6 +279,37 @@ fn segmentation_on_three_flex_devices_is_deterministic() {
     std::fs::remove_dir_all(out).unwrap();
 }
 
+/// The negative control of the check above, as a user would run it: the same three flex
+/// devices with burn-train's own strategy (`--data-parallel burn-train`, gradients summed in the
+/// order the workers finish). The example's `--check-determinism` fails with status 1 and names
+/// the first step and a parameter of the net where its two runs differ (a few tries: the
+/// finishing order is the scheduler's, so two runs can agree by chance).
+#[cfg(feature = "flex")]
+#[test]
+fn segmentation_check_of_burn_trains_strategy_fails_and_says_where() {
+    let difference = examples::assert_check_fails_and_says_where(3, |attempt| {
+        let out = output_dir(&format!("seg-burn-train-{attempt}"));
+        let mut args = vec![
+            "--backend",
+            "flex",
+            "--devices",
+            "3",
+            "--data-parallel",
+            "burn-train",
+            "--epochs",
+            "2",
+            "--check-determinism",
+        ];
+        args.extend(SMALL_SEGMENTATION);
+        run("segmentation", &args, &out)
+    });
+    let module = difference.parameter.split('.').next().unwrap_or_default();
+    assert!(
+        ["stem", "down2", "down3", "fuse", "main_head", "aux_head"].contains(&module),
+        "{difference:?} names no parameter of the net"
+    );
+}
+
 /// Trains `backend` 2 epochs, stops, resumes from burn-train's checkpoint to 4 (a new process
 /// each), and trains 4 epochs uninterrupted in a third: the parameters agree bit for bit. With
 /// dropout, so the backend's generator is part of what must be resumed, besides the model, the
@@ -419,6 +450,10 @@ fn bad_options_fail_with_a_clear_message() {
     let output = run("segmentation", &["--dropout", "1"], &out);
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--dropout"));
+    let output = run("segmentation", &["--data-parallel", "burn-train"], &out);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--devices 2 or more"), "{stderr}");
     #[cfg(feature = "wgpu")]
     {
         let output = run(

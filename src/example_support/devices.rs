@@ -3,7 +3,7 @@
 //! The backend *type* is written in each example (`Autodiff<DeterministicBackend<…>>`); this
 //! module only names the choice on the command line and lists the devices of each backend.
 
-pub use burn_deterministic_vision::run::config::BackendChoice;
+pub use burn_deterministic_vision::run::config::{BackendChoice, DataParallel};
 
 /// `count` devices of a CPU backend: worker threads on the one CPU device (data-parallel
 /// training runs one per "device").
@@ -44,16 +44,22 @@ pub fn cuda_devices(count: usize) -> Vec<burn::backend::cuda::CudaDevice> {
 /// The training strategy for `devices`: burn-train's single-device loop for one device, and for
 /// several [`FixedOrderDataParallel`](burn_deterministic::train::FixedOrderDataParallel): every
 /// device takes its own batch each step, the gradients are summed on the first device in device
-/// order (burn-train's own `MultiDevice` sums them in the order the workers finish, which with
-/// three or more devices can change the last bits from run to run), the optimizer steps there.
+/// order, the optimizer steps there. Or, for comparison ([`DataParallel::BurnTrain`]),
+/// burn-train's own `MultiDevice`, which sums them in the order the workers finish: with three
+/// or more devices the last bits can change from run to run.
 pub fn training_strategy<LC: burn::train::LearningComponentsTypes + 'static>(
     devices: Vec<burn::tensor::Device<burn::train::TrainingBackend<LC>>>,
+    data_parallel: DataParallel,
 ) -> burn::train::TrainingStrategy<LC> {
-    use burn::train::{ExecutionStrategy, TrainingStrategy};
-    match devices.len() {
-        1 => TrainingStrategy::Default(ExecutionStrategy::SingleDevice(devices[0].clone())),
-        _ => TrainingStrategy::Custom(std::sync::Arc::new(
+    use burn::train::{ExecutionStrategy, MultiDeviceOptim, TrainingStrategy};
+    match (devices.len(), data_parallel) {
+        (1, _) => TrainingStrategy::Default(ExecutionStrategy::SingleDevice(devices[0].clone())),
+        (_, DataParallel::FixedOrder) => TrainingStrategy::Custom(std::sync::Arc::new(
             burn_deterministic::train::FixedOrderDataParallel::new(devices),
+        )),
+        (_, DataParallel::BurnTrain) => TrainingStrategy::Default(ExecutionStrategy::MultiDevice(
+            devices,
+            MultiDeviceOptim::OptimMainDevice,
         )),
     }
 }

@@ -49,25 +49,21 @@ fn main() -> ExitCode {
     run_example(&BURN_022, &args.common, "depth", &config, |output_dir| {
         let data = DepthData::load(&config)?;
         let devices = support::devices(args.common.backend, usize::from(args.common.devices))?;
-        Ok(train(
-            &config,
-            &data,
-            devices,
-            output_dir,
-            args.common.resume,
-        ))
+        Ok(train(&config, &data, devices, output_dir, &args.common))
     })
 }
 
 /// Trains the depth net with burn-train's `Learner` on `devices` (the first is the main device:
 /// the optimizer steps and validation run there), logging into `output_dir`.
+/// `common` gives the epoch to resume after and how several devices' gradients are combined.
 pub fn train(
     config: &DepthTrainingConfig,
     data: &DepthData,
     devices: Vec<Device>,
     output_dir: &Path,
-    resume_after: Option<usize>,
+    common: &CommonArgs,
 ) -> Trained {
+    let resume_after = common.resume;
     let run = &config.run;
     let device = devices[0].clone();
     let device_count = devices.len();
@@ -94,7 +90,7 @@ pub fn train(
         .metric_valid_numeric(DepthMetric::new(DepthStatistic::AbsRel))
         .metric_train_numeric(DepthMetric::new(DepthStatistic::Rmse))
         .metric_valid_numeric(DepthMetric::new(DepthStatistic::Rmse))
-        .with_training_strategy(training_strategy(devices))
+        .with_training_strategy(training_strategy(devices, common.data_parallel))
         .num_epochs(run.epochs)
         .summary();
     let training = checkpointed_and_rendered(training, resume_after);

@@ -60,26 +60,22 @@ fn main() -> ExitCode {
         |output_dir| {
             let data = SegmentationData::load(&config)?;
             let devices = support::devices(args.common.backend, usize::from(args.common.devices))?;
-            Ok(train(
-                &config,
-                &data,
-                devices,
-                output_dir,
-                args.common.resume,
-            ))
+            Ok(train(&config, &data, devices, output_dir, &args.common))
         },
     )
 }
 
 /// Trains the segmentation net with burn-train's `Learner` on `devices` (the first is the main
 /// device: the optimizer steps and validation run there), logging into `output_dir`.
+/// `common` gives the epoch to resume after and how several devices' gradients are combined.
 pub fn train(
     config: &SegmentationTrainingConfig,
     data: &SegmentationData,
     devices: Vec<Device>,
     output_dir: &Path,
-    resume_after: Option<usize>,
+    common: &CommonArgs,
 ) -> Trained {
+    let resume_after = common.resume;
     let run = &config.run;
     let device = devices[0].clone();
     let device_count = devices.len();
@@ -106,7 +102,7 @@ pub fn train(
         .metric_valid_numeric(metric(SegmentationStatistic::MeanIou))
         .metric_train_numeric(metric(SegmentationStatistic::PixelAccuracy))
         .metric_valid_numeric(metric(SegmentationStatistic::PixelAccuracy))
-        .with_training_strategy(training_strategy(devices))
+        .with_training_strategy(training_strategy(devices, common.data_parallel))
         .num_epochs(run.epochs)
         .summary();
     let training = checkpointed_and_rendered(training, resume_after);

@@ -189,6 +189,35 @@ fn segmentation_on_three_flex_devices_is_deterministic() {
     assert_ne!(read_run(&single, 1).parameter_sha256, log.parameter_sha256);
 }
 
+/// The negative control of the check above, as a user would run it: the same three flex
+/// devices with burn-train's own strategy (`--data-parallel burn-train`, gradients summed in the
+/// order the workers finish). The example's `--check-determinism` fails with status 1 and names
+/// the first step and a parameter of the net where its two runs differ (a few tries: the
+/// finishing order is the scheduler's, so two runs can agree by chance).
+#[test]
+fn segmentation_check_of_burn_trains_strategy_fails_and_says_where() {
+    let difference = examples::assert_check_fails_and_says_where(3, |attempt| {
+        let out = fresh_dir(&format!("examples-seg-burn-train-{attempt}"));
+        let args = small(&[
+            "--backend",
+            "flex",
+            "--devices",
+            "3",
+            "--data-parallel",
+            "burn-train",
+            "--epochs",
+            "1",
+            "--check-determinism",
+        ]);
+        run("segmentation", &args, &out)
+    });
+    let module = difference.parameter.split('.').next().unwrap_or_default();
+    assert!(
+        ["stem", "down2", "down3", "fuse", "main_head", "aux_head"].contains(&module),
+        "{difference:?} names no parameter of the net"
+    );
+}
+
 /// Trains 2 epochs, stops, resumes from burn-train's checkpoint to 4 (a new process each), and
 /// trains 4 epochs uninterrupted in a third: the parameters agree bit for bit. With dropout, so
 /// the device's generator is part of what must be resumed, besides the model, the optimizer

@@ -49,7 +49,12 @@ pub fn run(exe: &Path, args: &[&str], out: &Path) -> Output {
         output.status,
         String::from_utf8_lossy(&output.stdout)
             .lines()
-            .filter(|l| l.contains("SHA-256") || l.contains("determinism") || l.contains('%'))
+            .filter(|l| {
+                l.contains("SHA-256")
+                    || l.contains("determinism")
+                    || l.contains("first difference")
+                    || l.contains('%')
+            })
             .collect::<Vec<_>>()
             .join("\n")
     );
@@ -65,4 +70,101 @@ pub fn assert_success(output: &Output) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// Where a failed `--check-determinism` says its runs first differ: its
+/// `first difference: step N, gradient of `PATH` (K of M parameters differ at that step)` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirstDifference {
+    pub step: u64,
+    /// `gradient` or `value`.
+    pub traced: String,
+    pub parameter: String,
+    pub differing: usize,
+    pub parameters: usize,
+}
+
+impl FirstDifference {
+    /// Reads the line out of a check's standard output; `None` if it has no such line or the
+    /// line does not have that form.
+    pub fn find(stdout: &str) -> Option<Self> {
+        let line = stdout
+            .lines()
+            .find_map(|line| line.strip_prefix("first difference: step "))?;
+        let (step, rest) = line.split_once(", ")?;
+        let (traced, rest) = rest.split_once(" of `")?;
+        let (parameter, rest) = rest.split_once("` (")?;
+        let (differing, rest) = rest.split_once(" of ")?;
+        let (parameters, _) = rest.split_once(' ')?;
+        Some(Self {
+            step: step.parse().ok()?,
+            traced: traced.to_string(),
+            parameter: parameter.to_string(),
+            differing: differing.parse().ok()?,
+            parameters: parameters.parse().ok()?,
+        })
+    }
+}
+
+/// A negative control of an example's `--check-determinism`: runs `check` (the example's check
+/// of a configuration whose bits drift from process to process, its argument the try from 1) up
+/// to `tries` times until its runs differ, then asserts what the user sees: exit status 1, the
+/// `FAILED` verdict, and a `first difference:` line naming a step from 1 and a parameter, with
+/// at least one and at most all parameters differing. Panics if every try agreed: the control
+/// could not fail.
+pub fn assert_check_fails_and_says_where(
+    tries: usize,
+    mut check: impl FnMut(usize) -> Output,
+) -> FirstDifference {
+    for attempt in 1..=tries {
+        let output = check(attempt);
+        if output.status.code() == Some(0) {
+            continue;
+        }
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let context = format!(
+            "status {}\nstdout:\n{stdout}\nstderr:\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(output.status.code(), Some(1), "{context}");
+        assert!(stdout.contains("determinism check FAILED"), "{context}");
+        let difference = FirstDifference::find(&stdout)
+            .unwrap_or_else(|| panic!("no `first difference: step` line:\n{context}"));
+        assert!(difference.step >= 1, "{context}");
+        assert!(!difference.parameter.is_empty(), "{context}");
+        assert!(
+            (1..=difference.parameters).contains(&difference.differing),
+            "{context}"
+        );
+        return difference;
+    }
+    panic!("{tries} checks of a drifting configuration all passed: the control cannot fail")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FirstDifference;
+
+    #[test]
+    fn reads_the_first_difference_line() {
+        let stdout = "run 1 parameters SHA-256: ab\nrun 2 parameters SHA-256: cd\n\
+            first difference: step 3, gradient of `decoder.up2.conv.weight` (4 of 17 parameters \
+            differ at that step)\ndeterminism check FAILED: the parameter hashes differ";
+        assert_eq!(
+            FirstDifference::find(stdout),
+            Some(FirstDifference {
+                step: 3,
+                traced: "gradient".into(),
+                parameter: "decoder.up2.conv.weight".into(),
+                differing: 4,
+                parameters: 17,
+            })
+        );
+        assert_eq!(
+            FirstDifference::find("first difference: not located (…)"),
+            None
+        );
+        assert_eq!(FirstDifference::find("determinism check passed"), None);
+    }
 }

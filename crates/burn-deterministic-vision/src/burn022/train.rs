@@ -14,7 +14,7 @@ use crate::metrics::{
     entry_text, BatchLoss, ClassPixels, DepthImages, DepthScore, DepthStatistic, HostMetric,
     LossMean, SegmentationScore, SegmentationStatistic,
 };
-use crate::run::config::RunConfig;
+use crate::run::config::{DataParallel, RunConfig};
 use crate::run::log::{Curves, EpochRecord};
 use burn022::data::dataloader::batcher::Batcher;
 use burn022::data::dataloader::{DataLoader, DataLoaderBuilder};
@@ -30,8 +30,8 @@ use burn022::train::metric::{
     MetricName, Numeric, NumericAttributes, NumericEntry, SerializedEntry,
 };
 use burn022::train::{
-    ExecutionStrategy, InferenceStep, LearnerModel, SupervisedTraining, TrainOutput, TrainStep,
-    TrainingStrategy,
+    ExecutionStrategy, InferenceStep, LearnerModel, MultiDeviceOptim, SupervisedTraining,
+    TrainOutput, TrainStep, TrainingStrategy,
 };
 use burn_deterministic_tensor::train::{
     optimize_multi_traced, optimize_traced, FixedOrderDataParallel, PlainProgress, ResumableLoader,
@@ -555,11 +555,22 @@ pub fn checkpointed_and_rendered<M: LearnerModel>(
     }
 }
 
-/// The training strategy for `devices`: burn-train's single-device loop for one device, and for
-/// several the crate's [`FixedOrderDataParallel`] (gradients summed in device order).
-pub fn training_strategy<M: LearnerModel>(devices: Vec<Device>) -> TrainingStrategy<M> {
-    match devices.len() {
-        1 => TrainingStrategy::Default(ExecutionStrategy::SingleDevice(devices[0].clone())),
-        _ => TrainingStrategy::Custom(Arc::new(FixedOrderDataParallel::new(devices))),
+/// The training strategy for `devices`: burn-train's single-device loop for one device; for
+/// several, the crate's [`FixedOrderDataParallel`] (gradients summed in device order) or, for
+/// comparison, burn-train's own `MultiDevice` (summed in the order the workers finish, the
+/// optimizer on the main device).
+pub fn training_strategy<M: LearnerModel>(
+    devices: Vec<Device>,
+    data_parallel: DataParallel,
+) -> TrainingStrategy<M> {
+    match (devices.len(), data_parallel) {
+        (1, _) => TrainingStrategy::Default(ExecutionStrategy::SingleDevice(devices[0].clone())),
+        (_, DataParallel::FixedOrder) => {
+            TrainingStrategy::Custom(Arc::new(FixedOrderDataParallel::new(devices)))
+        }
+        (_, DataParallel::BurnTrain) => TrainingStrategy::Default(ExecutionStrategy::MultiDevice(
+            devices,
+            MultiDeviceOptim::OptimMainDevice,
+        )),
     }
 }

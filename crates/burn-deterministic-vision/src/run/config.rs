@@ -42,6 +42,19 @@ impl BackendChoice {
     }
 }
 
+/// How the gradients of several `--devices` are combined each step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DataParallel {
+    /// The crate's `FixedOrderDataParallel`: summed on the first device in device order, the
+    /// same bits every run.
+    FixedOrder,
+    /// burn-train's own `MultiDevice` strategy, for comparison: summed in the order the workers
+    /// finish, so with three or more devices the bits can change from run to run (a
+    /// `--check-determinism` of it fails and says where the runs first differ).
+    BurnTrain,
+}
+
 /// The run settings every training example shares.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -94,6 +107,13 @@ impl RunConfig {
         }
         if self.batch_size == 0 || self.epochs == 0 {
             return Err("--batch-size and --epochs must be positive".into());
+        }
+        if args.data_parallel != DataParallel::FixedOrder && args.devices < 2 {
+            return Err(
+                "--data-parallel chooses how the gradients of several devices are combined: \
+                 give --devices 2 or more"
+                    .into(),
+            );
         }
         if let Some(completed) = args.resume {
             if completed == 0 || completed >= self.epochs {
@@ -169,6 +189,10 @@ pub struct CommonArgs {
     /// CPU device; wgpu cannot (see the README).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub devices: u16,
+    /// How the gradients of several --devices are combined: in device order, or, for
+    /// comparison, burn-train's own strategy (in the order the workers finish).
+    #[arg(long, value_enum, default_value_t = DataParallel::FixedOrder)]
+    pub data_parallel: DataParallel,
 }
 
 /// The segmentation examples' own options.
