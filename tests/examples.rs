@@ -297,7 +297,7 @@ fn segmentation_check_of_burn_trains_strategy_fails_and_says_where() {
             "--data-parallel",
             "burn-train",
             "--epochs",
-            "2",
+            "1",
             "--check-determinism",
         ];
         args.extend(SMALL_SEGMENTATION);
@@ -316,10 +316,10 @@ fn segmentation_check_of_burn_trains_strategy_fails_and_says_where() {
 /// optimizer state and the shuffled data order. (The library's own test shows the plain loader
 /// of a resumed process replaying epoch 1's order: what this would catch.)
 #[cfg(any(feature = "flex", feature = "wgpu"))]
-fn resume_equals_uninterrupted(backend: &str) {
+fn resume_equals_uninterrupted(backend: &str, sizes: &[&'static str]) {
     let out = output_dir(&format!("resume-{backend}"));
     let mut args = vec!["--backend", backend, "--dropout", "0.2"];
-    args.extend(SMALL_SEGMENTATION);
+    args.extend(sizes);
     let with = |extra: &[&'static str]| {
         let mut all = args.clone();
         all.extend(extra);
@@ -363,14 +363,19 @@ fn resume_equals_uninterrupted(backend: &str) {
 #[cfg(feature = "flex")]
 #[test]
 fn segmentation_resumed_on_flex_equals_the_uninterrupted_run() {
-    resume_equals_uninterrupted("flex");
+    resume_equals_uninterrupted("flex", &SMALL_SEGMENTATION);
 }
 
 #[cfg(feature = "wgpu")]
 #[test]
 fn segmentation_resumed_on_wgpu_equals_the_uninterrupted_run() {
     burn_deterministic_suite::wgpu_setup::test_device();
-    resume_equals_uninterrupted("wgpu");
+    // Half the training images of the flex run (two batches an epoch, still shuffled): each
+    // epoch on the software rasteriser takes seconds.
+    let mut sizes = SMALL_SEGMENTATION;
+    let train_size = sizes.iter().position(|&a| a == "--train-size").unwrap() + 1;
+    sizes[train_size] = "16";
+    resume_equals_uninterrupted("wgpu", &sizes);
 }
 
 #[cfg(feature = "flex")]

@@ -154,17 +154,27 @@ pub(crate) fn autotune_rule(
     }
     #[cfg(not(feature = "autotune-check"))]
     {
-        // Whether this build autotunes is read off burn-cubecl, which only that feature
-        // brings in: `strict` on a CubeCL device cannot be honoured without it, so it refuses.
-        if strict && cubecl_backend(device).is_some() {
-            Err(ResizeError::NotRouted {
-                device: format!("{device:?}"),
-                remedy: "`strict` on a CubeCL device needs this crate's `autotune-check` \
-                         feature, to verify that the device does not autotune",
-            })
-        } else {
-            Ok(())
-        }
+        strict_without_autotune_check(device, strict)
+    }
+}
+
+/// The autotune rule of a build without feature `autotune-check`. Whether a build autotunes is
+/// read off burn-cubecl, which only that feature brings in: `strict` on a CubeCL device cannot
+/// be honoured without it, so it refuses; other devices pass. (Compiled in every build, so that
+/// its test runs in the test build, which has the feature.)
+#[cfg_attr(feature = "autotune-check", allow(dead_code))]
+fn strict_without_autotune_check(
+    device: &burn::tensor::Device,
+    strict: bool,
+) -> Result<(), ResizeError> {
+    if strict && cubecl_backend(device).is_some() {
+        Err(ResizeError::NotRouted {
+            device: format!("{device:?}"),
+            remedy: "`strict` on a CubeCL device needs this crate's `autotune-check` feature, \
+                     to verify that the device does not autotune",
+        })
+    } else {
+        Ok(())
     }
 }
 
@@ -175,4 +185,32 @@ pub(crate) fn cubecl_backend(device: &burn::tensor::Device) -> Option<String> {
     use burn::backend::{Backend, Dispatch};
     let backend = Dispatch::name(device.as_dispatch());
     backend.contains("cubecl<").then_some(backend)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::wgpu::WgpuBackend;
+    use burn::tensor::Device;
+
+    /// Without feature `autotune-check`, `strict` refuses every CubeCL device by the name of
+    /// that feature and leaves flex alone; without `strict`, every device passes. (A build
+    /// without the feature applies this rule at every resize; its wiring is one call.)
+    #[test]
+    fn strict_without_autotune_check_refuses_cubecl_devices() {
+        let vulkan = Device::wgpu_options()
+            .graphics_api(WgpuBackend::Vulkan)
+            .init()
+            .unwrap_or_else(|e| panic!("no Vulkan adapter for wgpu: {e}"))
+            .autodiff();
+        let flex = Device::flex().autodiff();
+        assert!(strict_without_autotune_check(&flex, true).is_ok());
+        assert!(strict_without_autotune_check(&vulkan, false).is_ok());
+        match strict_without_autotune_check(&vulkan, true) {
+            Err(ResizeError::NotRouted { remedy, .. }) => {
+                assert!(remedy.contains("autotune-check"), "{remedy}")
+            }
+            other => panic!("strict passed on wgpu without the check: {other:?}"),
+        }
+    }
 }

@@ -340,30 +340,3 @@ fn configuration_child() {
     }
     println!("REFUSED={}", refused_by_the_weight_limit());
 }
-
-/// Without feature `autotune-check` the crate cannot tell whether a CubeCL device autotunes, so
-/// `strict` refuses every CubeCL device by name of that feature, and leaves flex alone. (CI
-/// runs it with `--features extension-flex`: the same Burn build as the other tests.)
-#[cfg(not(feature = "autotune-check"))]
-#[test]
-fn strict_without_autotune_check_refuses_cubecl_devices() {
-    let strict = burn_deterministic_tensor::DeterministicConfig::default().with_strict(true);
-    let options = InterpolateOptions::new(InterpolateMode::Bilinear).with_output_size([6, 6]);
-    let resize = |device: &Device| {
-        burn_deterministic_tensor::with_config(strict.clone(), || {
-            burn_deterministic_tensor::try_interpolate(
-                input(1, [3, 3], DType::F32, device),
-                options.clone(),
-            )
-            .map(|y| y.dims())
-        })
-        .expect("a valid configuration")
-    };
-    assert_eq!(resize(&common::flex()), Ok([2, 3, 6, 6]));
-    match resize(&common::vulkan()) {
-        Err(ResizeError::NotRouted { remedy, .. }) => {
-            assert!(remedy.contains("autotune-check"), "{remedy}")
-        }
-        other => panic!("strict ran on wgpu without the check: {other:?}"),
-    }
-}
