@@ -289,23 +289,13 @@ fn segmentation_on_three_flex_devices_is_deterministic() {
 fn segmentation_check_of_burn_trains_strategy_fails_and_says_where() {
     let difference = examples::assert_check_fails_and_says_where(3, |attempt| {
         let out = output_dir(&format!("seg-burn-train-{attempt}"));
-        let mut args = vec![
-            "--backend",
-            "flex",
-            "--devices",
-            "3",
-            "--data-parallel",
-            "burn-train",
-            "--epochs",
-            "1",
-            "--check-determinism",
-        ];
+        let mut args = examples::BURN_TRAIN_STRATEGY_CHECK.to_vec();
         args.extend(SMALL_SEGMENTATION);
         run("segmentation", &args, &out)
     });
     let module = difference.parameter.split('.').next().unwrap_or_default();
     assert!(
-        ["stem", "down2", "down3", "fuse", "main_head", "aux_head"].contains(&module),
+        examples::SEGMENTATION_MODULES.contains(&module),
         "{difference:?} names no parameter of the net"
     );
 }

@@ -198,22 +198,12 @@ fn segmentation_on_three_flex_devices_is_deterministic() {
 fn segmentation_check_of_burn_trains_strategy_fails_and_says_where() {
     let difference = examples::assert_check_fails_and_says_where(3, |attempt| {
         let out = fresh_dir(&format!("examples-seg-burn-train-{attempt}"));
-        let args = small(&[
-            "--backend",
-            "flex",
-            "--devices",
-            "3",
-            "--data-parallel",
-            "burn-train",
-            "--epochs",
-            "1",
-            "--check-determinism",
-        ]);
+        let args = small(&examples::BURN_TRAIN_STRATEGY_CHECK);
         run("segmentation", &args, &out)
     });
     let module = difference.parameter.split('.').next().unwrap_or_default();
     assert!(
-        ["stem", "down2", "down3", "fuse", "main_head", "aux_head"].contains(&module),
+        examples::SEGMENTATION_MODULES.contains(&module),
         "{difference:?} names no parameter of the net"
     );
 }

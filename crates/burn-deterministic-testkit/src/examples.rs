@@ -72,6 +72,26 @@ pub fn assert_success(output: &Output) {
     );
 }
 
+/// The examples' negative control of their own check: the segmentation example's
+/// `--check-determinism` of one epoch on three flex devices with burn-train's own strategy
+/// (gradients summed in the order the workers finish). The data sizes are the caller's.
+pub const BURN_TRAIN_STRATEGY_CHECK: [&str; 9] = [
+    "--backend",
+    "flex",
+    "--devices",
+    "3",
+    "--data-parallel",
+    "burn-train",
+    "--epochs",
+    "1",
+    "--check-determinism",
+];
+
+/// The modules of the example segmentation net that hold parameters: every parameter's path
+/// starts with one of them.
+pub const SEGMENTATION_MODULES: [&str; 6] =
+    ["stem", "down2", "down3", "fuse", "main_head", "aux_head"];
+
 /// Where a failed `--check-determinism` says its runs first differ: its
 /// `first difference: step N, gradient of `PATH` (K of M parameters differ at that step)` line.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -43,8 +43,7 @@ impl BackendChoice {
 }
 
 /// How the gradients of several `--devices` are combined each step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum DataParallel {
     /// The crate's `FixedOrderDataParallel`: summed on the first device in device order, the
     /// same bits every run.
