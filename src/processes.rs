@@ -50,7 +50,6 @@ pub fn run_child_unchecked(helper: &str, case: &str, env: &[(&str, &str)]) -> (b
     let cache_env = [(AUTOTUNE_CACHE_ENV, cache.to_str().expect("a UTF-8 path"))];
     let env: Vec<(&str, &str)> = cache_env.iter().chain(env).copied().collect();
     let child = burn_deterministic_testkit::child::run(helper, case, &env);
-    let _ = std::fs::remove_dir_all(&cache);
     (child.succeeded, Child(child))
 }
 

@@ -164,7 +164,6 @@ fn a_pinned_cache_directory_receives_the_tuning_results() {
         AUTOTUNE_BUILD,
         "files in the pinned cache: {files:?}"
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// CubeCL's configuration cannot change once a device used it: pinning then is an error, not
@@ -173,7 +172,7 @@ fn a_pinned_cache_directory_receives_the_tuning_results() {
 fn pinning_after_first_use_is_refused() {
     let _ = Tensor::<Det<Wgpu>, 1>::ones([4], &vulkan()).into_data();
     assert_eq!(
-        use_autotune_cache_dir(fresh_dir("late-pin")),
+        use_autotune_cache_dir(fresh_dir("late-pin").to_path_buf()),
         Err(PinCacheError::AlreadyConfigured)
     );
 }

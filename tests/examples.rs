@@ -9,6 +9,7 @@
 
 use burn_deterministic_suite::example_support::run_log::RunLog;
 use burn_deterministic_testkit::examples::{self, assert_success};
+use burn_deterministic_testkit::{fresh_dir, ScratchDir};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -44,10 +45,9 @@ fn example(name: &str) -> PathBuf {
     )
 }
 
-fn output_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bd-examples-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
+/// A new empty directory for one run's output, removed when the test passes.
+fn output_dir(name: &str) -> ScratchDir {
+    fresh_dir(&format!("examples-{name}"))
 }
 
 fn run(name: &str, args: &[&str], out: &Path) -> Output {
@@ -150,7 +150,6 @@ fn segmentation_learns_and_is_deterministic_across_processes() {
         last_train.keys().collect::<Vec<_>>(),
         last_valid.keys().collect::<Vec<_>>()
     );
-    std::fs::remove_dir_all(out).unwrap();
 }
 
 #[cfg(feature = "flex")]
@@ -190,7 +189,6 @@ fn depth_learns_and_is_deterministic_across_processes() {
         delta1 > constant + 10.0,
         "δ1 {delta1:.1} vs constant {constant:.1}"
     );
-    std::fs::remove_dir_all(out).unwrap();
 }
 
 #[cfg(feature = "wgpu")]
@@ -230,7 +228,6 @@ fn segmentation_on_wgpu_is_deterministic_across_processes() {
     );
     assert!(a.count("resize backward bilinear, dense") > 0);
     assert_eq!(a.determinism["devices"], b.determinism["devices"]);
-    std::fs::remove_dir_all(out).unwrap();
 }
 
 /// A small segmentation run (epochs left out) for the data-parallel and resume tests.
@@ -276,7 +273,6 @@ fn segmentation_on_three_flex_devices_is_deterministic() {
     let one = read_run(&single, 2);
     assert_eq!(one.devices, 1);
     assert_ne!(one.parameter_sha256, a.parameter_sha256);
-    std::fs::remove_dir_all(out).unwrap();
 }
 
 /// The negative control of the check above, as a user would run it: the same three flex
@@ -347,7 +343,6 @@ fn resume_equals_uninterrupted(backend: &str, sizes: &[&'static str]) {
     let output = run("segmentation", &resume, &out.join("empty"));
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("no checkpoint"));
-    std::fs::remove_dir_all(out).unwrap();
 }
 
 #[cfg(feature = "flex")]
@@ -420,8 +415,6 @@ fn segmentation_trains_on_a_png_folder() {
         stderr.contains("masks") && stderr.contains("out of range"),
         "{stderr}"
     );
-    std::fs::remove_dir_all(out).unwrap();
-    std::fs::remove_dir_all(data_dir).unwrap();
 }
 
 #[test]
@@ -466,7 +459,6 @@ fn bad_options_fail_with_a_clear_message() {
         assert_eq!(output.status.code(), Some(2));
         assert!(String::from_utf8_lossy(&output.stderr).contains("--features cuda"));
     }
-    let _ = std::fs::remove_dir_all(out);
 }
 
 /// The quickstart, copyable into a user's project (only `burn` and `burn-deterministic`): it

@@ -63,7 +63,6 @@ fn train(strategy: &str) -> burn_deterministic_vision::burn022::models::Segmenta
     let model = SegmentationConfig::new().with_classes(4).init(&device);
     let learner = Learner::new(model, AdamConfig::new().init(), 1e-2);
     let model = training.launch(learner).model;
-    let _ = std::fs::remove_dir_all(dir);
     model
 }
 

@@ -11,8 +11,9 @@ pub mod golden;
 use std::path::{Path, PathBuf};
 
 /// A new empty directory under the system's temporary directory, named after `label`, the
-/// process and a counter (parallel tests never share one).
-pub fn fresh_dir(label: &str) -> PathBuf {
+/// process and a counter (parallel tests never share one). It is removed when dropped, unless
+/// its thread is panicking: a failing test keeps what its run wrote, and says where.
+pub fn fresh_dir(label: &str) -> ScratchDir {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
@@ -22,7 +23,35 @@ pub fn fresh_dir(label: &str) -> PathBuf {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create a temporary directory");
-    dir
+    ScratchDir(dir)
+}
+
+/// A directory of [`fresh_dir`], read as a [`Path`].
+#[derive(Debug)]
+pub struct ScratchDir(PathBuf);
+
+impl std::ops::Deref for ScratchDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for ScratchDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept for inspection: {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// Every file below `dir`, recursively (none when it does not exist).
@@ -78,15 +107,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fresh_dirs_are_empty_distinct_and_walked() {
+    fn fresh_dirs_are_empty_distinct_walked_and_removed() {
         let (a, b) = (fresh_dir("kit"), fresh_dir("kit"));
-        assert_ne!(a, b);
+        assert_ne!(*a, *b);
         assert!(walk(&a).is_empty());
         std::fs::create_dir_all(a.join("x/y")).unwrap();
         std::fs::write(a.join("x/y/file"), b"1").unwrap();
         assert_eq!(walk(&a), [a.join("x/y/file")]);
-        for dir in [a, b] {
-            std::fs::remove_dir_all(dir).unwrap();
+        let paths = [a.to_path_buf(), b.to_path_buf()];
+        drop((a, b));
+        for path in paths {
+            assert!(!path.exists(), "{path:?} left behind");
         }
+    }
+
+    #[test]
+    fn a_failing_test_keeps_its_dir() {
+        let path = std::thread::spawn(|| {
+            let dir = fresh_dir("kit-failing");
+            std::panic::panic_any(dir.to_path_buf());
+        })
+        .join()
+        .expect_err("the thread panics")
+        .downcast::<PathBuf>()
+        .expect("the panic carries the path");
+        assert!(path.is_dir(), "{path:?} was removed");
+        std::fs::remove_dir_all(*path).unwrap();
     }
 }
