@@ -62,8 +62,7 @@ fn train(strategy: &str) -> burn_deterministic_vision::burn022::models::Segmenta
         .num_epochs(run.epochs);
     let model = SegmentationConfig::new().with_classes(4).init(&device);
     let learner = Learner::new(model, AdamConfig::new().init(), 1e-2);
-    let model = training.launch(learner).model;
-    model
+    training.launch(learner).model
 }
 
 #[test]
